@@ -1,0 +1,3 @@
+from codescout_mcp.cli import main
+
+raise SystemExit(main())

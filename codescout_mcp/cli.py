@@ -1,0 +1,163 @@
+"""The `codescout` command: `rank` runs the tool's handler on a file, `mcp` serves it.
+
+Only the `mcp` command imports the MCP SDK; `rank` stays on the standard library so it
+starts about as fast as Python itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from codescout_mcp import __version__
+from codescout_mcp.contract import MAX_INTEGER_DIGITS
+from codescout_mcp.tool import rank
+from codescout_mcp.validate import InvalidArguments
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class CliError(Exception):
+    """A runtime failure the user can act on; printed as one line, exit status 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, not argparse's usage block: errors here are meant to be read by scripts too.
+        self.exit(EXIT_USAGE, f"{self.prog}: usage error: {message} (see '{self.prog} --help')\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="codescout",
+        description="Rank code-search hits you already have by one fixed rule: "
+        "score = matches * 100 - last_modified_days.",
+    )
+    parser.add_argument("--version", action="version", version=f"codescout {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    rank_cmd = commands.add_parser(
+        "rank",
+        help="rank the hits in an arguments file and print the result as JSON",
+        description="Read a tool arguments object ({\"hits\": [...], \"limit\": N}) and print "
+        "the ranked result as JSON. Exit status: 0 ranked, 1 unreadable or invalid input, "
+        "2 usage error.",
+    )
+    rank_cmd.add_argument("--input", "-i", required=True, metavar="FILE", help="the arguments file; - reads stdin")
+    rank_cmd.set_defaults(run=_run_rank)
+
+    mcp_cmd = commands.add_parser(
+        "mcp",
+        help="serve the rank_search_results tool over MCP",
+        description="Serve the rank_search_results tool to an MCP client.",
+    )
+    mcp_cmd.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error", "critical"],
+        help="what to log on stderr (default: warning)",
+    )
+    mcp_cmd.set_defaults(run=_run_mcp)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.error("a command is required: rank or mcp")
+    try:
+        status: int = args.run(args)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return status
+
+
+def _run_rank(args: argparse.Namespace) -> int:
+    source = "stdin" if args.input == "-" else args.input
+    try:
+        arguments = _parse(_read_text(args.input, source), source)
+        result = rank(arguments)
+    except (CliError, InvalidArguments) as error:
+        _fail(str(error))
+        return EXIT_ERROR
+    return _write_json(result)
+
+
+def _run_mcp(args: argparse.Namespace) -> int:
+    from codescout_mcp.server import serve
+
+    return serve(log_level=args.log_level)
+
+
+def _fail(message: str) -> None:
+    sys.stderr.write(f"codescout: {message}\n")
+    sys.stderr.flush()
+
+
+def _read_text(name: str, source: str) -> str:
+    try:
+        if name == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(name, "rb") as handle:
+                data = handle.read()
+    except OSError as error:
+        raise CliError(f"cannot read {source}: {error.strerror or error}") from None
+    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return str(data[start:], "utf-8") if start else data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CliError(f"{source}: not valid UTF-8 (byte {error.start + start})") from None
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise CliError(f"{name} is not a JSON value")
+
+
+def _parse(text: str, source: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as error:
+        raise CliError(f"{source}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
+    except CliError as error:
+        raise CliError(f"{source}: invalid JSON: {error}") from None
+    except RecursionError:
+        raise CliError(f"{source}: invalid JSON: nested too deeply") from None
+    except ValueError:
+        # The only other ValueError the decoder raises: Python's guard on huge integers.
+        raise CliError(
+            f"{source}: a number has more than {sys.get_int_max_str_digits()} digits; "
+            f"integers may have at most {MAX_INTEGER_DIGITS}"
+        ) from None
+
+
+def _write_json(result: dict[str, Any]) -> int:
+    text = json.dumps(result, ensure_ascii=False, indent=2) + "\n"
+    # A lone surrogate (legal in JSON text as an escape) cannot be UTF-8: write it back as the
+    # escape it came from, which is what backslashreplace produces for it.
+    data = text.encode("utf-8", "backslashreplace")
+    try:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`| head`): say nothing more, and keep Python quiet at exit.
+        _silence_stdout()
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def _silence_stdout() -> None:
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

@@ -1,0 +1,88 @@
+"""The ranking rule: score, order, top-k. Pure functions on checked hits; no I/O."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from typing import Any, Final
+
+# ECMAScript's white space and line terminators (what String.prototype.trim removes): the
+# brief's tool is JavaScript, so "whitespace only" means this set, not str.isspace().
+JS_WHITESPACE: Final = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+Hit = dict[str, Any]
+Entry = dict[str, Any]
+
+
+def score(matches: int, last_modified_days: int) -> int:
+    """The pinned score: a hundred points a match, less one a day of age; never clamped."""
+    return matches * 100 - last_modified_days
+
+
+def owner_or_none(owner: object) -> str | None:
+    """The owner as given, or None when it is absent, empty or whitespace only."""
+    if isinstance(owner, str) and owner.strip(JS_WHITESPACE):
+        return owner
+    return None
+
+
+def utf16_order(path: str) -> str:
+    """A string whose code-point order is `path`'s UTF-16 code-unit order.
+
+    Only characters above U+FFFF sort differently (their surrogates, D800-DFFF, sort below
+    E000-FFFF), so they are spelled as their surrogate pairs; other strings come back as is.
+    """
+    if path.isascii() or max(path) <= "\uffff":
+        return path
+    units = []
+    for char in path:
+        code = ord(char)
+        if code > 0xFFFF:
+            code -= 0x10000
+            units.append(chr(0xD800 | (code >> 10)) + chr(0xDC00 | (code & 0x3FF)))
+        else:
+            units.append(char)
+    return "".join(units)
+
+
+def _key(hit: Hit) -> tuple[int, int, int, str]:
+    matches = hit["matches"]
+    days = hit["last_modified_days"]
+    path = hit["path"]
+    return (days - matches * 100, -matches, days, path if path.isascii() else utf16_order(path))
+
+
+def _exact_key(hit: Hit) -> tuple[int, int, int, str]:
+    matches = int(hit["matches"])
+    days = int(hit["last_modified_days"])
+    return (days - matches * 100, -matches, days, utf16_order(hit["path"]))
+
+
+def top(hits: list[Hit], limit: int, *, has_integral_floats: bool = False) -> list[Hit]:
+    """The best `limit` hits, best first: a bounded heap, never a sort of all of them."""
+    key: Callable[[Hit], tuple[int, int, int, str]] = _exact_key if has_integral_floats else _key
+    # Paths are unique, so the key is a total order and ties never fall to input order.
+    return heapq.nsmallest(limit, hits, key=key)
+
+
+def entry(hit: Hit, rank: int) -> Entry:
+    """One result entry, keys in the contract's order, integers exact."""
+    matches = int(hit["matches"])
+    days = int(hit["last_modified_days"])
+    return {
+        "path": hit["path"],
+        "matches": matches,
+        "last_modified_days": days,
+        "owner": owner_or_none(hit.get("owner")),
+        "score": score(matches, days),
+        "rank": rank,
+    }
+
+
+def ranked(hits: list[Hit], limit: int, *, has_integral_floats: bool = False) -> dict[str, Any]:
+    """The whole answer for checked hits: results best first, and the counts."""
+    results = [entry(hit, rank) for rank, hit in enumerate(top(hits, limit, has_integral_floats=has_integral_floats), 1)]
+    return {"results": results, "counts": {"hits": len(hits), "returned": len(results)}}

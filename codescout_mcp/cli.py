@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     rank_cmd = commands.add_parser(
         "rank",
         help="rank the hits in an arguments file and print the result as JSON",
-        description="Read a tool arguments object ({\"hits\": [...], \"limit\": N}) and print "
+        description='Read a tool arguments object ({"hits": [...], "limit": N}) and print '
         "the ranked result as JSON. Exit status: 0 ranked, 1 unreadable or invalid input, "
         "2 usage error.",
     )
@@ -116,7 +116,7 @@ def _read_text(name: str, source: str) -> str:
     try:
         return str(data[start:], "utf-8") if start else data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise CliError(f"{source}: not valid UTF-8 (byte {error.start + start})") from None
+        raise CliError(f"{source}: not valid UTF-8 at byte offset {error.start + start}") from None
 
 
 def _reject_constant(name: str) -> NoReturn:

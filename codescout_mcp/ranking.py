@@ -84,5 +84,7 @@ def entry(hit: Hit, rank: int) -> Entry:
 
 def ranked(hits: list[Hit], limit: int, *, has_integral_floats: bool = False) -> dict[str, Any]:
     """The whole answer for checked hits: results best first, and the counts."""
-    results = [entry(hit, rank) for rank, hit in enumerate(top(hits, limit, has_integral_floats=has_integral_floats), 1)]
+    results = [
+        entry(hit, rank) for rank, hit in enumerate(top(hits, limit, has_integral_floats=has_integral_floats), 1)
+    ]
     return {"results": results, "counts": {"hits": len(hits), "returned": len(results)}}

@@ -170,10 +170,9 @@ def fast_verdict(arguments: object) -> bool:
     """The compiled path's verdict alone (for the tests that hold it to jsonschema's)."""
     if not isinstance(arguments, dict):
         return False
-    if not _top_level_ok(arguments):
-        # The top-level check sends integral floats in `limit` to the slow path.
-        return _top_level_ok({**arguments, "limit": _integral(arguments.get("limit", DEFAULT_LIMIT))})
-    return _scan_hits(arguments["hits"])[0] < 0
+    # The top-level check leaves integral floats in `limit` to the slow path; count them valid.
+    top = {**arguments, "limit": _integral(arguments.get("limit", DEFAULT_LIMIT))}
+    return _top_level_ok(top) and _scan_hits(arguments["hits"])[0] < 0
 
 
 def _integral(value: object) -> object:

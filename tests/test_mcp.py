@@ -1,0 +1,158 @@
+"""The MCP server through real client sessions: in memory (both handshake styles) and stdio."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from codescout_mcp import __version__
+from codescout_mcp.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_NAME, TOOL_TITLE
+from codescout_mcp.server import build_server
+from tests.helpers import EXAMPLE, applies, as_json, codescout_exe, load_vectors, reference_rank
+
+pytestmark = pytest.mark.anyio
+
+MODES = ["legacy", "auto"]
+VECTORS = [v for v in load_vectors() if applies(v, "mcp")]
+
+
+@pytest.fixture(params=MODES)
+async def client(request: pytest.FixtureRequest) -> AsyncIterator[Client]:
+    async with Client(build_server(), mode=request.param) as connected:
+        yield connected
+
+
+def tool_text(result: types.CallToolResult) -> str:
+    assert len(result.content) == 1
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+async def test_tools_list_advertises_the_hand_written_schemas(client: Client) -> None:
+    listed = await client.list_tools()
+    assert [t.name for t in listed.tools] == [TOOL_NAME]
+    tool = listed.tools[0]
+    assert tool.title == TOOL_TITLE
+    assert tool.input_schema == INPUT_SCHEMA
+    assert tool.output_schema == OUTPUT_SCHEMA
+    assert tool.annotations == types.ToolAnnotations(
+        title=TOOL_TITLE, read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
+    assert tool.description is not None
+    for phrase in ("matches * 100 - last_modified_days", "default 10", "UTF-16", "null"):
+        assert phrase in tool.description
+
+
+async def test_server_identifies_itself() -> None:
+    async with Client(build_server(), mode="legacy") as connected:
+        assert connected.server_info is not None
+        assert (connected.server_info.name, connected.server_info.version) == ("codescout", __version__)
+        assert connected.instructions is not None
+        assert "rank_search_results" in connected.instructions
+        assert connected.server_capabilities.tools is not None
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v["name"])
+async def test_vector_through_tools_call(client: Client, vector: dict[str, Any]) -> None:
+    result = await client.call_tool(TOOL_NAME, vector["arguments"])
+    if "error" in vector:
+        error = vector["error"]
+        assert result.is_error
+        assert result.structured_content is None
+        assert tool_text(result) == f"{error['location']}: {error['message']}"
+    else:
+        assert not result.is_error
+        assert as_json(result.structured_content) == as_json(vector["expected"])
+        assert tool_text(result) == json.dumps(vector["expected"], ensure_ascii=False, separators=(",", ":"))
+
+
+async def test_absent_arguments_are_a_tool_error(client: Client) -> None:
+    result = await client.call_tool(TOOL_NAME)
+    assert result.is_error
+    assert tool_text(result) == "hits: missing, expected a non-empty array"
+
+
+async def test_unknown_tool_is_invalid_params(client: Client) -> None:
+    with pytest.raises(MCPError) as caught:
+        await client.call_tool("rank_everything", {"hits": []})
+    assert caught.value.code == types.INVALID_PARAMS
+    assert "rank_everything" in caught.value.message
+
+
+async def test_fifty_concurrent_calls_each_get_their_own_answer(client: Client) -> None:
+    answers: dict[int, Any] = {}
+
+    async def call(n: int) -> None:
+        hits = [{"path": f"f{i}", "matches": 1 + (i * n) % 9, "last_modified_days": i} for i in range(1, 40)]
+        result = await client.call_tool(TOOL_NAME, {"hits": hits, "limit": 1 + n % 5})
+        answers[n] = result.structured_content
+
+    async with anyio.create_task_group() as tasks:
+        for n in range(50):
+            tasks.start_soon(call, n)
+    for n in range(50):
+        assert answers[n]["counts"]["returned"] == 1 + n % 5
+
+
+async def test_large_call_is_ranked_and_the_session_keeps_answering(client: Client) -> None:
+    hits = [{"path": f"src/f{i:06d}.py", "matches": 1 + i % 50, "last_modified_days": i % 997} for i in range(50_000)]
+    result = await client.call_tool(TOOL_NAME, {"hits": hits, "limit": 3})
+    assert as_json(result.structured_content) == as_json(reference_rank({"hits": hits, "limit": 3}))
+    assert (await client.list_tools()).tools[0].name == TOOL_NAME
+
+
+# --- over stdio, against the installed `codescout mcp` -------------------------------------
+
+
+def stdio_params(*extra: str) -> StdioServerParameters:
+    return StdioServerParameters(command=codescout_exe(), args=["mcp", *extra])
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_installed_server_over_stdio(mode: str) -> None:
+    arguments = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    async with Client(stdio_params(), mode=mode) as connected:
+        tools = await connected.list_tools()
+        assert tools.tools[0].input_schema == INPUT_SCHEMA
+        result = await connected.call_tool(TOOL_NAME, arguments)
+        assert result.structured_content == {
+            "results": [
+                {
+                    "path": "src/search/rank.ts",
+                    "matches": 14,
+                    "last_modified_days": 2,
+                    "owner": "alice",
+                    "score": 1398,
+                    "rank": 1,
+                },
+                {
+                    "path": "src/search/tokenize.ts",
+                    "matches": 9,
+                    "last_modified_days": 30,
+                    "owner": "bob",
+                    "score": 870,
+                    "rank": 2,
+                },
+            ],
+            "counts": {"hits": 3, "returned": 2},
+        }
+        bad = await connected.call_tool(TOOL_NAME, {"hits": [{"path": "a", "matches": "3", "last_modified_days": 0}]})
+        assert bad.is_error
+        assert tool_text(bad) == 'hits[0].matches: expected an integer >= 1, got "3"'
+
+
+@pytest.mark.filterwarnings("ignore:ping is removed")
+async def test_two_hundred_thousand_hits_over_stdio() -> None:
+    hits = [{"path": f"p/{i}", "matches": 1 + i % 30, "last_modified_days": i % 400} for i in range(200_000)]
+    async with Client(stdio_params(), mode="legacy", read_timeout_seconds=120) as connected:
+        result = await connected.call_tool(TOOL_NAME, {"hits": hits})
+        assert as_json(result.structured_content) == as_json(reference_rank({"hits": hits}))
+        await connected.send_ping()

@@ -9,14 +9,19 @@ from __future__ import annotations
 import argparse
 import codecs
 import json
+import os
 import sys
-from collections.abc import Sequence
-from typing import Any, NoReturn
 
 from codescout_mcp import __version__
 from codescout_mcp.contract import MAX_INTEGER_DIGITS
 from codescout_mcp.tool import rank
 from codescout_mcp.validate import InvalidArguments
+
+# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, NoReturn
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -28,6 +33,16 @@ class CliError(Exception):
     """A runtime failure the user can act on; printed as one line, exit status 1."""
 
 
+class _Formatter(argparse.HelpFormatter):
+    # argparse would import shutil (and with it bz2 and lzma) just to read the terminal width.
+    def __init__(self, prog: str) -> None:
+        try:
+            width = os.get_terminal_size(sys.stdout.fileno()).columns
+        except (OSError, ValueError):
+            width = 80
+        super().__init__(prog, width=max(width, 40) - 2)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # One line, not argparse's usage block: errors here are meant to be read by scripts too.
@@ -37,6 +52,7 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="codescout",
+        formatter_class=_Formatter,
         description="Rank code-search hits you already have by one fixed rule: "
         "score = matches * 100 - last_modified_days.",
     )
@@ -45,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
 
     rank_cmd = commands.add_parser(
         "rank",
+        formatter_class=_Formatter,
         help="rank the hits in an arguments file and print the result as JSON",
         description='Read a tool arguments object ({"hits": [...], "limit": N}) and print '
         "the ranked result as JSON. Exit status: 0 ranked, 1 unreadable or invalid input, "
@@ -55,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
 
     mcp_cmd = commands.add_parser(
         "mcp",
+        formatter_class=_Formatter,
         help="serve the rank_search_results tool over MCP",
         description="Serve the rank_search_results tool to an MCP client.",
     )
@@ -156,8 +174,6 @@ def _write_json(result: dict[str, Any]) -> int:
 
 
 def _silence_stdout() -> None:
-    import os
-
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)

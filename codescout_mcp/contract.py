@@ -7,7 +7,10 @@ accept path in `validate.py` is compiled from.
 
 from __future__ import annotations
 
-from typing import Any, Final
+# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 TOOL_NAME: Final = "rank_search_results"
 TOOL_TITLE: Final = "Rank code search hits"

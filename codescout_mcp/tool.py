@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from codescout_mcp.ranking import ranked
 from codescout_mcp.validate import validate
+
+# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def rank(arguments: object) -> dict[str, Any]:

@@ -15,11 +15,14 @@ The tests check that both engines give the same verdict on generated inputs.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any, Final
 
 from codescout_mcp.contract import DEFAULT_LIMIT, INPUT_SCHEMA, MAX_INTEGER_DIGITS
+
+# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any, Final
 
 # What the compiled accept path understands. A schema keyword outside these sets stops the
 # module from loading rather than being skipped in silence.
@@ -40,15 +43,17 @@ class InvalidArguments(ValueError):
         self.message = message
 
 
-@dataclass(frozen=True, slots=True)
 class Arguments:
     """Arguments that passed every check, as the ranking reads them."""
 
-    hits: list[dict[str, Any]]
-    limit: int
-    # True when some integer field was written with a fraction part of zero (`3.0`), so
-    # ranking must turn values into exact integers before doing arithmetic on them.
-    has_integral_floats: bool
+    __slots__ = ("has_integral_floats", "hits", "limit")
+
+    def __init__(self, hits: list[dict[str, Any]], limit: int, has_integral_floats: bool) -> None:
+        self.hits = hits
+        self.limit = limit
+        # True when some integer field was written with a zero fraction (`3.0`), so ranking
+        # must turn values into exact integers before doing arithmetic on them.
+        self.has_integral_floats = has_integral_floats
 
 
 def validate(arguments: object) -> Arguments:
@@ -186,11 +191,13 @@ def _integral(value: object) -> object:
 Path = tuple[str | int, ...]
 
 
-@dataclass(frozen=True, slots=True)
 class _Problem:
-    order: tuple[int, ...]  # where it stands in the input, for choosing the first
-    path: Path
-    message: str
+    __slots__ = ("message", "order", "path")
+
+    def __init__(self, order: tuple[int, ...], path: Path, message: str) -> None:
+        self.order = order  # where it stands in the input, for choosing the first
+        self.path = path
+        self.message = message
 
 
 def _validate_slowly(arguments: object) -> Arguments:

@@ -1,0 +1,226 @@
+"""codescout benchmarks: every figure is a ratio against a baseline measured in the same run.
+
+    python bench/bench.py            # full size: one million hits, 200 MCP round trips
+    python bench/bench.py --smoke    # tiny sizes, for CI: checks the script still runs
+
+Absolute times on a shared machine are noise; ratios of alternating runs are not. Each
+ratio is median(candidate) / median(baseline), with the two measured in turns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "args.json"
+PYTHON = sys.executable
+CODESCOUT = str(Path(sys.executable).parent / "codescout")
+
+
+def make_hits(count: int, seed: int = 7) -> list[dict[str, Any]]:
+    """Hits shaped like real ones: nested paths, small counts, some owners."""
+    rnd = random.Random(seed)
+    owners = ["alice", "bob", "@org/search", "", "  "]
+    hits: list[dict[str, Any]] = []
+    for i in range(count):
+        hit: dict[str, Any] = {
+            "path": f"src/pkg_{i % 997:03d}/mod_{i // 997:05d}/file_{i:07d}.py",
+            "matches": rnd.randint(1, 60),
+            "last_modified_days": rnd.randint(0, 3000),
+        }
+        if i % 3:
+            hit["owner"] = owners[i % len(owners)]
+        hits.append(hit)
+    return hits
+
+
+def run_measured(argv: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of one child process; it must exit 0."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv} failed: {proc.stderr.read().decode() if proc.stderr else ''}")
+    return wall, usage.ru_maxrss
+
+
+def alternate(candidate: list[str], baseline: list[str], rounds: int) -> dict[str, float]:
+    """Run the two commands in turns; medians of wall time and peak RSS for each."""
+    times: dict[str, list[float]] = {"candidate": [], "baseline": []}
+    rss: dict[str, list[int]] = {"candidate": [], "baseline": []}
+    for _ in range(rounds):
+        for name, argv in (("baseline", baseline), ("candidate", candidate)):
+            wall, peak = run_measured(argv)
+            times[name].append(wall)
+            rss[name].append(peak)
+    return {
+        "candidate_s": statistics.median(times["candidate"]),
+        "baseline_s": statistics.median(times["baseline"]),
+        "candidate_rss_mib": statistics.median(rss["candidate"]) / 1024,
+        "baseline_rss_mib": statistics.median(rss["baseline"]) / 1024,
+    }
+
+
+def report(name: str, ratio: float, target: float, detail: str) -> bool:
+    verdict = "ok" if ratio <= target else "OVER TARGET"
+    print(f"{name:<44} {ratio:6.2f}x  (target <= {target:.1f}x, {verdict})  {detail}")
+    return ratio <= target
+
+
+def bench_cold_start(rounds: int) -> bool:
+    m = alternate([CODESCOUT, "rank", "--input", str(EXAMPLE)], [PYTHON, "-c", "import json"], rounds)
+    return report(
+        "cold start: rank example / python -c 'import json'",
+        m["candidate_s"] / m["baseline_s"],
+        2.0,
+        f"{m['candidate_s'] * 1000:.1f} ms vs {m['baseline_s'] * 1000:.1f} ms",
+    )
+
+
+def bench_many_hits(count: int, rounds: int, workdir: Path) -> bool:
+    data = workdir / f"hits-{count}.json"
+    data.write_text(json.dumps({"hits": make_hits(count), "limit": 10}), encoding="utf-8")
+    size_mb = data.stat().st_size / 1e6
+    load = [PYTHON, "-c", "import json, sys\nwith open(sys.argv[1]) as f: json.load(f)", str(data)]
+    m = alternate([CODESCOUT, "rank", "--input", str(data)], load, rounds)
+    ok = report(
+        f"{count:,} hits: rank time / json.load time",
+        m["candidate_s"] / m["baseline_s"],
+        2.5,
+        f"{m['candidate_s']:.2f} s vs {m['baseline_s']:.2f} s, {size_mb:.0f} MB file",
+    )
+    ok &= report(
+        f"{count:,} hits: rank peak RSS / json.load peak",
+        m["candidate_rss_mib"] / m["baseline_rss_mib"],
+        1.5,
+        f"{m['candidate_rss_mib']:.0f} MiB vs {m['baseline_rss_mib']:.0f} MiB",
+    )
+    return ok
+
+
+class PipeSession:
+    """A bare JSON-RPC client over `codescout mcp`'s stdio: one line out, one line back."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [CODESCOUT, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self.next_id = 0
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
+        self.request("initialize", init)
+        self._send_line(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+
+    def _send_line(self, line: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line)
+        self.proc.stdin.flush()
+
+    def encode(self, method: str, params: dict[str, Any] | None = None) -> bytes:
+        self.next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+    def round_trip(self, line: bytes) -> tuple[float, dict[str, Any]]:
+        assert self.proc.stdout is not None
+        start = time.perf_counter()
+        self._send_line(line)
+        reply = self.proc.stdout.readline()
+        elapsed = time.perf_counter() - start
+        return elapsed, json.loads(reply)
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self.round_trip(self.encode(method, params))[1]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def median_round_trips(session: PipeSession, lines: dict[str, Callable[[], bytes]], rounds: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in lines}
+    for _ in range(rounds):
+        for name, make in lines.items():
+            elapsed, reply = session.round_trip(make())
+            if "error" in reply:
+                raise SystemExit(f"{name}: {reply['error']}")
+            times[name].append(elapsed)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def call_line(session: PipeSession, arguments: dict[str, Any]) -> Callable[[], bytes]:
+    return lambda: session.encode("tools/call", {"name": "rank_search_results", "arguments": arguments})
+
+
+def bench_mcp(small: int, large: int, rounds: int) -> bool:
+    session = PipeSession()
+    try:
+        small_hits = make_hits(small)
+        m = median_round_trips(
+            session,
+            {"ping": lambda: session.encode("ping"), "call": call_line(session, {"hits": small_hits})},
+            rounds,
+        )
+        ok = report(
+            f"MCP stdio: {small}-hit tools/call / ping",
+            m["call"] / m["ping"],
+            2.0,
+            f"{m['call'] * 1000:.2f} ms vs {m['ping'] * 1000:.2f} ms",
+        )
+        large_hits = make_hits(large)
+        m = median_round_trips(
+            session,
+            {
+                "rejected": call_line(session, {"hits": "x", "pad": large_hits}),
+                "call": call_line(session, {"hits": large_hits}),
+            },
+            max(3, rounds // 10),
+        )
+        ok &= report(
+            f"MCP stdio: {large:,}-hit call / same bytes rejected",
+            m["call"] / m["rejected"],
+            2.0,
+            f"{m['call'] * 1000:.1f} ms vs {m['rejected'] * 1000:.1f} ms",
+        )
+    finally:
+        session.close()
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: check the script runs")
+    parser.add_argument("--hits", type=int, default=1_000_000, help="hits in the large file (default 1,000,000)")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating runs per process comparison")
+    args = parser.parse_args()
+    hits = 2_000 if args.smoke else args.hits
+    rounds = 3 if args.smoke else args.rounds
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; medians of alternating runs\n")
+    with tempfile.TemporaryDirectory(prefix="codescout-bench-") as tmp:
+        results = [
+            bench_cold_start(rounds=10 if args.smoke else 30),
+            bench_many_hits(hits, rounds, Path(tmp)),
+            bench_mcp(small=100, large=1_000 if args.smoke else 10_000, rounds=20 if args.smoke else 200),
+        ]
+    print("\nall targets met" if all(results) else "\nsome targets missed")
+    # Smoke runs are too small to judge speed; they only prove the benchmark still works.
+    return 0 if args.smoke or all(results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,220 @@
+"""What users install: the wheel in a fresh venv, `uvx`, the Docker recipe, the registry entry."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from mcp import Client, StdioServerParameters
+
+from codescout_mcp import __version__
+from codescout_mcp.contract import TOOL_NAME
+from tests.helpers import EXAMPLE, ROOT
+
+SERVER_JSON = json.loads((ROOT / "server.json").read_text(encoding="utf-8"))
+DOCKERFILE = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+REGISTRY_SCHEMA = ROOT.parent / "shared" / "mcp-registry" / "server.schema.json"
+BIN = "Scripts" if os.name == "nt" else "bin"
+
+
+# --- the Dockerfile, read as instructions ---------------------------------------------------
+
+
+def instructions(text: str) -> list[tuple[str, str]]:
+    """(KEYWORD, arguments) for each Dockerfile instruction, continuation lines joined."""
+    joined = re.sub(r"\\\n", " ", text)
+    result = []
+    for line in joined.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keyword, _, rest = line.partition(" ")
+            result.append((keyword.upper(), " ".join(rest.split())))
+    return result
+
+
+def stages() -> list[list[tuple[str, str]]]:
+    """The instructions of each build stage, in order."""
+    found: list[list[tuple[str, str]]] = []
+    for keyword, rest in instructions(DOCKERFILE):
+        if keyword == "FROM":
+            found.append([])
+        if found:
+            found[-1].append((keyword, rest))
+    return found
+
+
+def test_dockerfile_is_multi_stage_with_a_lean_non_root_runtime() -> None:
+    build, runtime = stages()
+    assert build[0][1].endswith("AS build")
+    base = re.search(r"^ARG PYTHON_IMAGE=(\S+)$", DOCKERFILE, flags=re.MULTILINE)
+    assert base is not None
+    assert re.fullmatch(r"python:\d+\.\d+\.\d+-slim-\w+", base.group(1)), "pin an exact slim Python tag"
+    runtime_runs = " ".join(rest for keyword, rest in runtime if keyword == "RUN")
+    for tool in ("pip ", "apt-get", "gcc", "build", "wheel"):
+        assert tool not in runtime_runs, f"the runtime stage must not run {tool!r}"
+    assert ("COPY", "--from=build /opt/codescout /opt/codescout") in runtime
+    user = [rest for keyword, rest in runtime if keyword == "USER"]
+    assert user == ["10001:10001"]
+    assert ("ENTRYPOINT", '["codescout"]') in runtime
+    assert ("CMD", '["mcp"]') in runtime
+    assert "docker build -t codescout ." in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_dockerfile_label_names_the_registry_entry() -> None:
+    labels = " ".join(rest for keyword, rest in stages()[1] if keyword == "LABEL")
+    assert f'io.modelcontextprotocol.server.name="{SERVER_JSON["name"]}"' in labels
+
+
+def test_dockerignore_keeps_the_build_context_to_the_package() -> None:
+    lines = (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    ignored = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    for entry in (".git", ".venv", "tests", "bench", "**/__pycache__"):
+        assert entry in ignored
+    copied = [rest for keyword, rest in stages()[0] if keyword == "COPY"]
+    for source in " ".join(c.rsplit(" ", 1)[0] for c in copied).split():
+        assert source not in ignored
+
+
+def test_hadolint_has_no_findings() -> None:
+    hadolint = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
+    done = subprocess.run([hadolint, "Dockerfile"], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+# --- the wheel, built and installed the way the Dockerfile does it --------------------------
+
+
+@pytest.fixture(scope="session")
+def docker_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Run the build stage's COPY and RUN steps here, with its paths moved into a temp dir."""
+    work = tmp_path_factory.mktemp("docker-build")
+    src, dist, venv = work / "src", work / "dist", work / "venv"
+    src.mkdir()
+    build = stages()[0]
+    for keyword, rest in build:
+        if keyword == "COPY":
+            *sources, _ = rest.split()
+            for source in sources:
+                origin = ROOT / source
+                if origin.is_dir():
+                    shutil.copytree(origin, src / source, ignore=shutil.ignore_patterns("__pycache__"))
+                else:
+                    shutil.copy2(origin, src / source)
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    for keyword, rest in build:
+        if keyword == "RUN":
+            command = rest.replace("/opt/codescout", str(venv)).replace("/dist", str(dist))
+            done = subprocess.run(
+                ["bash", "-c", command], cwd=src, env=env, capture_output=True, text=True, timeout=600, check=False
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+    return venv
+
+
+def test_wheel_holds_the_package_only(docker_install: Path) -> None:
+    (wheel,) = (docker_install.parent / "dist").glob("codescout-*.whl")
+    assert wheel.name == f"codescout-{__version__}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        metadata = archive.read(f"codescout-{__version__}.dist-info/METADATA").decode()
+    top = {name.split("/")[0] for name in names}
+    assert top == {"codescout_mcp", f"codescout-{__version__}.dist-info"}
+    assert "codescout_mcp/py.typed" in names
+    assert "License-Expression: MIT" in metadata
+    assert f"mcp-name: {SERVER_JSON['name']}" in metadata
+    for requirement in ("mcp", "anyio", "jsonschema"):
+        assert re.search(rf"^Requires-Dist: {requirement}\b", metadata, flags=re.MULTILINE)
+
+
+def test_installed_wheel_reports_its_version_and_ranks(docker_install: Path) -> None:
+    exe = str(docker_install / BIN / "codescout")
+    done = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False)
+    assert done.stdout == f"codescout {__version__}\n"
+    done = subprocess.run([exe, "rank", "--input", str(EXAMPLE)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["counts"] == {"hits": 3, "returned": 2}
+
+
+async def handshake(params: StdioServerParameters) -> dict[str, Any]:
+    async with Client(params, mode="legacy", read_timeout_seconds=300) as client:
+        assert client.server_info is not None
+        assert client.server_info.version == __version__
+        result = await client.call_tool(TOOL_NAME, json.loads(EXAMPLE.read_text(encoding="utf-8")))
+        assert result.structured_content is not None
+        structured: dict[str, Any] = result.structured_content
+        return structured
+
+
+@pytest.mark.anyio
+async def test_installed_wheel_serves_mcp_over_stdio(docker_install: Path) -> None:
+    result = await handshake(StdioServerParameters(command=str(docker_install / BIN / "codescout"), args=["mcp"]))
+    assert result["results"][0]["score"] == 1398
+
+
+@pytest.mark.anyio
+async def test_uvx_from_the_checkout_serves_mcp(tmp_path: Path) -> None:
+    uvx = shutil.which("uvx") or str(Path(sys.executable).parent / "uvx")
+    # uv needs the machine's index and certificate settings, which stdio_client would drop.
+    env = dict(os.environ, UV_CACHE_DIR=str(tmp_path / "uv-cache"))
+    params = StdioServerParameters(command=uvx, args=["--from", str(ROOT), "codescout", "mcp"], env=env)
+    result = await handshake(params)
+    assert result["counts"] == {"hits": 3, "returned": 2}
+
+
+def test_sdist_builds_with_sources_and_tests(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (sdist,) = tmp_path.glob("codescout-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = archive.getnames()
+    prefix = f"codescout-{__version__}/"
+    for member in ("pyproject.toml", "README.md", "LICENSE", "codescout_mcp/cli.py", "tests/vectors/README.md"):
+        assert prefix + member in names
+
+
+# --- the MCP Registry entry -----------------------------------------------------------------
+
+
+def test_server_json_is_valid_for_the_registry() -> None:
+    if not REGISTRY_SCHEMA.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"the registry schema is missing at {REGISTRY_SCHEMA}")
+        pytest.skip("the shared registry schema is not beside this checkout")  # pragma: no cover
+    schema = json.loads(REGISTRY_SCHEMA.read_text(encoding="utf-8"))
+    assert SERVER_JSON["$schema"] == schema["$id"]
+    jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker()).validate(SERVER_JSON)
+
+
+def test_server_json_packages_and_versions_agree() -> None:
+    assert re.fullmatch(r"io\.github\.[\w-]+/codescout", SERVER_JSON["name"])
+    assert len(SERVER_JSON["description"]) <= 100
+    assert SERVER_JSON["version"] == __version__
+    by_type = {p["registryType"]: p for p in SERVER_JSON["packages"]}
+    assert set(by_type) == {"pypi", "oci"}
+    pypi = by_type["pypi"]
+    assert (pypi["identifier"], pypi["version"], pypi["runtimeHint"]) == ("codescout", __version__, "uvx")
+    assert pypi["transport"] == {"type": "stdio"}
+    assert [(a["type"], a["value"]) for a in pypi["packageArguments"]] == [("positional", "mcp")]
+    oci = by_type["oci"]
+    assert "version" not in oci
+    assert oci["identifier"].rsplit(":", 1)[1] == __version__
+    assert oci["transport"] == {"type": "stdio"}
+    owner = SERVER_JSON["name"].split("/")[0].removeprefix("io.github.")
+    assert oci["identifier"].startswith(f"ghcr.io/{owner}/codescout:")
+    assert SERVER_JSON["repository"]["url"] == f"https://github.com/{owner}/codescout"

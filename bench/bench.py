@@ -202,6 +202,100 @@ def bench_mcp(small: int, large: int, rounds: int) -> bool:
     return ok
 
 
+class HttpServer:
+    """`codescout mcp --transport streamable-http` on a free loopback port."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [CODESCOUT, "mcp", "--transport", "streamable-http", "--port", "0"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        assert self.proc.stderr is not None
+        banner = self.proc.stderr.readline().decode()
+        if "serving MCP" not in banner:
+            raise SystemExit(f"HTTP server did not start: {banner}")
+        self.port = int(banner.split("http://127.0.0.1:", 1)[1].split("/", 1)[0])
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def http_load(port: int, body: bytes, clients: int, calls_per_client: int) -> tuple[float, list[float]]:
+    """Each client thread keeps one connection and posts `body` in turn; (seconds, latencies)."""
+    import http.client
+    import threading
+
+    latencies: list[float] = []
+    lock = threading.Lock()
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    errors: list[str] = []
+
+    def client() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        mine = []
+        for _ in range(calls_per_client):
+            start = time.perf_counter()
+            connection.request("POST", "/mcp", body=body, headers=headers)
+            response = connection.getresponse()
+            payload = response.read()
+            mine.append(time.perf_counter() - start)
+            if response.status != 200 or b'"error"' in payload[:40]:
+                errors.append(f"{response.status} {payload[:100]!r}")
+        connection.close()
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise SystemExit(f"HTTP load failed: {errors[0]}")
+    return elapsed, latencies
+
+
+def bench_http(clients: int, calls_per_client: int) -> bool:
+    server = HttpServer()
+    try:
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "rank_search_results", "arguments": {"hits": make_hits(100)}},
+        }
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        http_load(server.port, json.dumps(ping).encode(), clients, 5)  # warm up
+        results = {}
+        for name, message in (("ping", ping), ("call", call)):
+            elapsed, latencies = http_load(server.port, json.dumps(message).encode(), clients, calls_per_client)
+            latencies.sort()
+            results[name] = (
+                len(latencies) / elapsed,
+                statistics.median(latencies),
+                latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+            )
+    finally:
+        server.close()
+    total = clients * calls_per_client
+    for name, label in (("call", "100-hit tools/call"), ("ping", "ping (baseline)")):
+        rps, p50, p99 = results[name]
+        print(
+            f"HTTP {label:<19} {clients} clients x {calls_per_client}: {rps:7.0f} req/s, "
+            f"p50 {p50 * 1000:6.2f} ms, p99 {p99 * 1000:6.2f} ms ({total} requests)"
+        )
+    print(f"{'HTTP: call throughput / ping throughput':<44} {results['call'][0] / results['ping'][0]:6.2f}x")
+    return True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: check the script runs")
@@ -216,6 +310,7 @@ def main() -> int:
             bench_cold_start(rounds=10 if args.smoke else 30),
             bench_many_hits(hits, rounds, Path(tmp)),
             bench_mcp(small=100, large=1_000 if args.smoke else 10_000, rounds=20 if args.smoke else 200),
+            bench_http(clients=4 if args.smoke else 20, calls_per_client=5 if args.smoke else 100),
         ]
     print("\nall targets met" if all(results) else "\nsome targets missed")
     # Smoke runs are too small to judge speed; they only prove the benchmark still works.

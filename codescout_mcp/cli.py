@@ -77,12 +77,39 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve the rank_search_results tool to an MCP client.",
     )
     mcp_cmd.add_argument(
+        "--transport",
+        choices=["stdio", "streamable-http"],
+        default="stdio",
+        help="stdio (default) for a client that starts the server; streamable-http for a shared service",
+    )
+    http = mcp_cmd.add_argument_group("streamable HTTP options")
+    http.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    http.add_argument("--port", type=_port, help="port to listen on (default 8000; 0 picks a free one)")
+    http.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="HOST[:PORT]",
+        help="a Host header to accept besides loopback names (repeatable; NAME:* for any port)",
+    )
+    http.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="a browser Origin to accept besides loopback ones (repeatable)",
+    )
+    http.add_argument(
+        "--max-body-bytes",
+        type=_positive,
+        metavar="N",
+        help="largest request body accepted; larger gets 413 (default 33554432, 32 MiB)",
+    )
+    mcp_cmd.add_argument(
         "--log-level",
         default="warning",
         choices=["debug", "info", "warning", "error", "critical"],
         help="what to log on stderr (default: warning)",
     )
-    mcp_cmd.set_defaults(run=_run_mcp)
+    mcp_cmd.set_defaults(run=_run_mcp, parser=mcp_cmd)
     return parser
 
 
@@ -110,10 +137,52 @@ def _run_rank(args: argparse.Namespace) -> int:
     return _write_json(result)
 
 
-def _run_mcp(args: argparse.Namespace) -> int:
-    from codescout_mcp.server import serve
+_HTTP_OPTIONS = ("host", "port", "allow_host", "allow_origin", "max_body_bytes")
 
-    return serve(log_level=args.log_level)
+
+def _port(text: str) -> int:
+    value = _integer(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0-65535)")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+def _run_mcp(args: argparse.Namespace) -> int:
+    if args.transport == "stdio":
+        given = [name for name in _HTTP_OPTIONS if getattr(args, name) is not None]
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            args.parser.error(f"{flag} only applies with --transport streamable-http")
+        from codescout_mcp.server import serve
+
+        return serve(log_level=args.log_level)
+
+    from codescout_mcp.remote import DEFAULT_MAX_BODY_BYTES, serve_http
+    from codescout_mcp.server import configure_logging
+
+    configure_logging(args.log_level)
+    return serve_http(
+        host=args.host or "127.0.0.1",
+        port=8000 if args.port is None else args.port,
+        allow_hosts=args.allow_host or [],
+        allow_origins=args.allow_origin or [],
+        max_body_bytes=args.max_body_bytes or DEFAULT_MAX_BODY_BYTES,
+        log_level=args.log_level,
+    )
 
 
 def _fail(message: str) -> None:

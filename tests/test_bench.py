@@ -23,5 +23,7 @@ def test_benchmark_smoke_run_prints_every_ratio() -> None:
         "rank peak RSS / json.load peak",
         "100-hit tools/call / ping",
         "call / same bytes rejected",
+        "HTTP 100-hit tools/call",
+        "req/s",
     ):
         assert label in done.stdout

@@ -110,6 +110,27 @@ def _parser() -> argparse.ArgumentParser:
         help="what to log on stderr (default: warning)",
     )
     mcp_cmd.set_defaults(run=_run_mcp, parser=mcp_cmd)
+
+    hits_cmd = commands.add_parser(
+        "hits",
+        formatter_class=_Formatter,
+        help="build rank arguments from ripgrep output, git history and CODEOWNERS",
+        description="Read `rg --json` (or `rg --count-matches`) output and print the arguments "
+        "object for `codescout rank`: match counts from ripgrep, days since each file's last "
+        "commit from git, owners from CODEOWNERS. Example: "
+        "rg --json PATTERN | codescout hits | codescout rank --input -",
+    )
+    hits_cmd.add_argument(
+        "--from", dest="source", metavar="FILE", help="read ripgrep's output from FILE (default stdin)"
+    )
+    hits_cmd.add_argument(
+        "--repo", metavar="DIR", help="the git repository (default: the one around the current directory)"
+    )
+    hits_cmd.add_argument("--limit", type=_positive, metavar="N", help="add this limit to the arguments")
+    hits_cmd.add_argument(
+        "--now", type=_timestamp, metavar="ISO8601", help="count days up to this moment instead of now (UTC if no zone)"
+    )
+    hits_cmd.set_defaults(run=_run_hits, parser=hits_cmd)
     return parser
 
 
@@ -118,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.error("a command is required: rank or mcp")
+        parser.error("a command is required: rank, mcp or hits")
     try:
         status: int = args.run(args)
     except KeyboardInterrupt:
@@ -159,6 +180,44 @@ def _integer(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+def _timestamp(text: str) -> float:
+    from codescout_mcp.hits import parse_now
+
+    try:
+        return parse_now(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 timestamp") from None
+
+
+def _run_hits(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from codescout_mcp.hits import HitsError, build_arguments, read_match_counts, repository_root
+
+    if args.source is None and sys.stdin.isatty():
+        args.parser.error("pipe ripgrep's output in (rg --json PATTERN | codescout hits) or use --from FILE")
+    source = "stdin" if args.source in (None, "-") else args.source
+    try:
+        if source == "stdin":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(args.source, "rb") as handle:
+                data = handle.read()
+    except OSError as error:
+        _fail(f"cannot read {source}: {error.strerror or error}")
+        return EXIT_ERROR
+    try:
+        counts = read_match_counts(data, source)
+        root = repository_root(args.repo)
+        arguments = build_arguments(
+            counts, root=root, cwd=Path.cwd(), now=args.now, limit=args.limit, warn=lambda m: _fail(f"warning: {m}")
+        )
+    except HitsError as error:
+        _fail(str(error))
+        return EXIT_ERROR
+    return _write_json(arguments)
 
 
 def _run_mcp(args: argparse.Namespace) -> int:

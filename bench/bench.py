@@ -296,6 +296,61 @@ def bench_http(clients: int, calls_per_client: int) -> bool:
     return True
 
 
+def make_history(root: Path, files: int, commits: int, seed: int = 11) -> list[str]:
+    """A git repository with `commits` commits over `files` files, written with fast-import."""
+    rnd = random.Random(seed)
+    names = [f"src/pkg_{i % 97:02d}/module_{i:05d}.py" for i in range(files)]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    start = 1_700_000_000
+    chunks: list[bytes] = []
+
+    def blob(text: str) -> bytes:
+        data = text.encode()
+        return b"data %d\n%s\n" % (len(data), data)
+
+    for n in range(commits):
+        header = f"commit refs/heads/main\ncommitter Bench <bench@example.com> {start + n * 600} +0000\n"
+        # With no `from`, fast-import builds each commit on the branch's previous one.
+        chunks.append(header.encode() + blob(f"commit {n}"))
+        touched = names if n == 0 else rnd.sample(names, rnd.randint(1, 3))
+        for name in touched:
+            chunks.append(f"M 100644 inline {name}\n".encode() + blob(f"needle = {n}\n# {name}\n"))
+    subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input=b"".join(chunks), check=True)
+    subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard", "main"], check=True)
+    (root / ".github").mkdir()
+    (root / ".github" / "CODEOWNERS").write_text("* @org/all\n/src/pkg_1*/ @team-one\n*.md @docs\n")
+    return names
+
+
+def bench_hits(files: int, commits: int, rounds: int, workdir: Path) -> bool:
+    repo = workdir / "history"
+    start = time.perf_counter()
+    make_history(repo, files, commits)
+    built = time.perf_counter() - start
+    rg = str(Path(sys.executable).parent / "rg")
+    stream = subprocess.run([rg, "--json", "needle"], cwd=repo, capture_output=True, check=True).stdout
+    log = ["git", "-C", str(repo), "log", "-z", "--format=%x00%ct", "--name-only", "--no-renames", "HEAD"]
+    hits_cmd = [CODESCOUT, "hits", "--now", "2026-01-01T00:00:00Z"]
+    times: dict[str, list[float]] = {"git log": [], "hits": []}
+    for _ in range(rounds):
+        begin = time.perf_counter()
+        subprocess.run(log, stdout=subprocess.DEVNULL, check=True)
+        times["git log"].append(time.perf_counter() - begin)
+        begin = time.perf_counter()
+        done = subprocess.run(hits_cmd, cwd=repo, input=stream, capture_output=True, check=True)
+        times["hits"].append(time.perf_counter() - begin)
+    found = len(json.loads(done.stdout)["hits"])
+    if found != files:
+        raise SystemExit(f"hits found {found} files, expected {files}")
+    hits_s = statistics.median(times["hits"])
+    log_s = statistics.median(times["git log"])
+    print(
+        f"{f'hits: {files:,} files, {commits:,} commits':<44} {hits_s:6.2f} s   "
+        f"(whole `git log --name-only`: {log_s:.2f} s, ratio {hits_s / log_s:.2f}x; repo built in {built:.0f} s)"
+    )
+    return True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: check the script runs")
@@ -311,6 +366,12 @@ def main() -> int:
             bench_many_hits(hits, rounds, Path(tmp)),
             bench_mcp(small=100, large=1_000 if args.smoke else 10_000, rounds=20 if args.smoke else 200),
             bench_http(clients=4 if args.smoke else 20, calls_per_client=5 if args.smoke else 100),
+            bench_hits(
+                files=200 if args.smoke else 10_000,
+                commits=300 if args.smoke else 20_000,
+                rounds=rounds,
+                workdir=Path(tmp),
+            ),
         ]
     print("\nall targets met" if all(results) else "\nsome targets missed")
     # Smoke runs are too small to judge speed; they only prove the benchmark still works.

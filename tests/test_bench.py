@@ -25,5 +25,6 @@ def test_benchmark_smoke_run_prints_every_ratio() -> None:
         "call / same bytes rejected",
         "HTTP 100-hit tools/call",
         "req/s",
+        "hits: 200 files, 300 commits",
     ):
         assert label in done.stdout

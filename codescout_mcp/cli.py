@@ -281,7 +281,7 @@ def _parse(text: str, source: str) -> Any:
     except ValueError:
         # The only other ValueError the decoder raises: Python's guard on huge integers.
         raise CliError(
-            f"{source}: a number has more than {sys.get_int_max_str_digits()} digits; "
+            f"{source}: a number has more than {getattr(sys, 'get_int_max_str_digits', lambda: 4300)()} digits; "
             f"integers may have at most {MAX_INTEGER_DIGITS}"
         ) from None
 

@@ -17,6 +17,29 @@ VECTORS_DIR = Path(__file__).resolve().parent / "vectors"
 EXAMPLE = ROOT / "examples" / "args.json"
 SPEC_KEYS = ["path", "matches", "last_modified_days", "owner", "score", "rank"]
 
+# What examples/args.json (the brief's worked example) must rank to, pinned by hand.
+EXAMPLE_RESULT = {
+    "results": [
+        {
+            "path": "src/search/rank.ts",
+            "matches": 14,
+            "last_modified_days": 2,
+            "owner": "alice",
+            "score": 1398,
+            "rank": 1,
+        },
+        {
+            "path": "src/search/tokenize.ts",
+            "matches": 9,
+            "last_modified_days": 30,
+            "owner": "bob",
+            "score": 870,
+            "rank": 2,
+        },
+    ],
+    "counts": {"hits": 3, "returned": 2},
+}
+
 
 def codescout_exe() -> str:
     """The `codescout` console script installed beside the running interpreter."""

@@ -10,29 +10,7 @@ from pathlib import Path
 import pytest
 
 from codescout_mcp import __version__
-from tests.helpers import EXAMPLE, codescout_exe, run_cli
-
-WORKED_EXAMPLE_OUTPUT = {
-    "results": [
-        {
-            "path": "src/search/rank.ts",
-            "matches": 14,
-            "last_modified_days": 2,
-            "owner": "alice",
-            "score": 1398,
-            "rank": 1,
-        },
-        {
-            "path": "src/search/tokenize.ts",
-            "matches": 9,
-            "last_modified_days": 30,
-            "owner": "bob",
-            "score": 870,
-            "rank": 2,
-        },
-    ],
-    "counts": {"hits": 3, "returned": 2},
-}
+from tests.helpers import EXAMPLE, EXAMPLE_RESULT, codescout_exe, run_cli
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess[bytes], status: int, text: str) -> None:
@@ -57,13 +35,13 @@ def write(tmp_path: Path, content: str | bytes, name: str = "args.json") -> str:
 def test_bundled_example_prints_the_pinned_result_with_two_space_indent() -> None:
     done = run_cli("rank", "--input", str(EXAMPLE))
     assert (done.returncode, done.stderr) == (0, b"")
-    assert done.stdout.decode("utf-8") == json.dumps(WORKED_EXAMPLE_OUTPUT, indent=2) + "\n"
+    assert done.stdout.decode("utf-8") == json.dumps(EXAMPLE_RESULT, indent=2) + "\n"
 
 
 def test_stdin_is_read_with_a_dash() -> None:
     done = run_cli("rank", "--input", "-", stdin=EXAMPLE.read_bytes())
     assert done.returncode == 0
-    assert json.loads(done.stdout) == WORKED_EXAMPLE_OUTPUT
+    assert json.loads(done.stdout) == EXAMPLE_RESULT
 
 
 def test_short_option_and_python_dash_m_work() -> None:
@@ -71,7 +49,7 @@ def test_short_option_and_python_dash_m_work() -> None:
         [sys.executable, "-m", "codescout_mcp", "rank", "-i", str(EXAMPLE)], capture_output=True, check=False
     )
     assert done.returncode == 0
-    assert json.loads(done.stdout) == WORKED_EXAMPLE_OUTPUT
+    assert json.loads(done.stdout) == EXAMPLE_RESULT
 
 
 def test_version_and_help() -> None:

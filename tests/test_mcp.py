@@ -15,7 +15,7 @@ from mcp.shared.exceptions import MCPError
 from codescout_mcp import __version__
 from codescout_mcp.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_NAME, TOOL_TITLE
 from codescout_mcp.server import build_server
-from tests.helpers import EXAMPLE, applies, as_json, codescout_exe, load_vectors, reference_rank
+from tests.helpers import EXAMPLE, EXAMPLE_RESULT, applies, as_json, codescout_exe, load_vectors, reference_rank
 
 pytestmark = pytest.mark.anyio
 
@@ -123,30 +123,28 @@ async def test_installed_server_over_stdio(mode: str) -> None:
         tools = await connected.list_tools()
         assert tools.tools[0].input_schema == INPUT_SCHEMA
         result = await connected.call_tool(TOOL_NAME, arguments)
-        assert result.structured_content == {
-            "results": [
-                {
-                    "path": "src/search/rank.ts",
-                    "matches": 14,
-                    "last_modified_days": 2,
-                    "owner": "alice",
-                    "score": 1398,
-                    "rank": 1,
-                },
-                {
-                    "path": "src/search/tokenize.ts",
-                    "matches": 9,
-                    "last_modified_days": 30,
-                    "owner": "bob",
-                    "score": 870,
-                    "rank": 2,
-                },
-            ],
-            "counts": {"hits": 3, "returned": 2},
-        }
+        assert result.structured_content == EXAMPLE_RESULT
         bad = await connected.call_tool(TOOL_NAME, {"hits": [{"path": "a", "matches": "3", "last_modified_days": 0}]})
         assert bad.is_error
         assert tool_text(bad) == 'hits[0].matches: expected an integer >= 1, got "3"'
+
+
+async def test_fifty_concurrent_calls_over_stdio() -> None:
+    answers: dict[int, Any] = {}
+    async with Client(stdio_params(), mode="legacy") as connected:
+
+        async def call(n: int) -> None:
+            hits = [{"path": f"f{i}", "matches": 1 + (i * n) % 7, "last_modified_days": i % 40} for i in range(60)]
+            arguments = {"hits": hits, "limit": 1 + n % 6}
+            result = await connected.call_tool(TOOL_NAME, arguments)
+            answers[n] = (result.structured_content, reference_rank(arguments))
+
+        async with anyio.create_task_group() as tasks:
+            for n in range(50):
+                tasks.start_soon(call, n)
+    assert len(answers) == 50
+    for got, want in answers.values():
+        assert as_json(got) == as_json(want)
 
 
 @pytest.mark.filterwarnings("ignore:ping is removed")

@@ -198,23 +198,15 @@ def _run_hits(args: argparse.Namespace) -> int:
 
     if args.source is None and sys.stdin.isatty():
         args.parser.error("pipe ripgrep's output in (rg --json PATTERN | codescout hits) or use --from FILE")
-    source = "stdin" if args.source in (None, "-") else args.source
+    name = args.source or "-"
+    source = "stdin" if name == "-" else name
     try:
-        if source == "stdin":
-            data = sys.stdin.buffer.read()
-        else:
-            with open(args.source, "rb") as handle:
-                data = handle.read()
-    except OSError as error:
-        _fail(f"cannot read {source}: {error.strerror or error}")
-        return EXIT_ERROR
-    try:
-        counts = read_match_counts(data, source)
+        counts = read_match_counts(_read_bytes(name, source), source)
         root = repository_root(args.repo)
         arguments = build_arguments(
             counts, root=root, cwd=Path.cwd(), now=args.now, limit=args.limit, warn=lambda m: _fail(f"warning: {m}")
         )
-    except HitsError as error:
+    except (CliError, HitsError) as error:
         _fail(str(error))
         return EXIT_ERROR
     return _write_json(arguments)
@@ -249,15 +241,19 @@ def _fail(message: str) -> None:
     sys.stderr.flush()
 
 
-def _read_text(name: str, source: str) -> str:
+def _read_bytes(name: str, source: str) -> bytes:
+    """The whole of a file, or of stdin for `-`; CliError naming `source` if it cannot be read."""
     try:
         if name == "-":
-            data = sys.stdin.buffer.read()
-        else:
-            with open(name, "rb") as handle:
-                data = handle.read()
+            return sys.stdin.buffer.read()
+        with open(name, "rb") as handle:
+            return handle.read()
     except OSError as error:
         raise CliError(f"cannot read {source}: {error.strerror or error}") from None
+
+
+def _read_text(name: str, source: str) -> str:
+    data = _read_bytes(name, source)
     start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
         return str(data[start:], "utf-8") if start else data.decode("utf-8")

@@ -80,8 +80,10 @@ def _value_lines(schema: dict[str, Any], var: str, fail: str, where: str) -> lis
     """Statements that run `fail` unless `var` holds a value of a scalar or array field."""
     _check_keywords(schema, where)
     kind = schema["type"]
+    # Each test tries the exact built-in type first (one cheap check for JSON-parsed data)
+    # and then isinstance, so subclasses passed through the Python API get jsonschema's verdict.
     if kind == "string":
-        cond = f"type({var}) is str"
+        cond = f"(type({var}) is str or isinstance({var}, str))"
         if "minLength" in schema:
             cond += f" and len({var}) >= {int(schema['minLength'])}"
         return [f"if not ({cond}): {fail}"]
@@ -90,11 +92,13 @@ def _value_lines(schema: dict[str, Any], var: str, fail: str, where: str) -> lis
         # Integral floats (3.0) are valid but rare: they leave the fast test and set a flag.
         return [
             f"if not (type({var}) is int and {low} <= {var} < _HUGE):",
-            f"    if type({var}) is float and {var}.is_integer() and {var} >= {low}: floats = True",
-            f"    else: {fail}",
+            f"    if isinstance({var}, float) and {var}.is_integer() and {var} >= {low}: floats = True",
+            f"    elif not (isinstance({var}, int) and not isinstance({var}, bool) and {low} <= {var} < _HUGE):",
+            f"        {fail}",
         ]
     if kind == "array":
-        return [f"if not (type({var}) is list and len({var}) >= {int(schema.get('minItems', 0))}): {fail}"]
+        cond = f"(type({var}) is list or isinstance({var}, list))"
+        return [f"if not ({cond} and len({var}) >= {int(schema.get('minItems', 0))}): {fail}"]
     raise NotImplementedError(f"{where}: the compiled checker has no rule for type {kind!r}")
 
 
@@ -103,7 +107,7 @@ def _object_lines(schema: dict[str, Any], var: str, fail: str, where: str, *, un
     _check_keywords(schema, where)
     if schema["type"] != "object":
         raise NotImplementedError(f"{where}: expected an object schema")
-    lines = [f"if type({var}) is not dict: {fail}"]
+    lines = [f"if type({var}) is not dict and not isinstance({var}, dict): {fail}"]
     required = set(schema.get("required", ()))
     for name, sub in schema["properties"].items():
         lines.append(f"v = {var}.get({name!r}, _ABSENT)")
@@ -181,7 +185,7 @@ def fast_verdict(arguments: object) -> bool:
 
 
 def _integral(value: object) -> object:
-    if type(value) is float and value.is_integer():
+    if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
 

@@ -355,7 +355,8 @@ def build_arguments(
                 warn(f"{name}: left out, cannot read its modification time ({error.strerror})")
                 continue
         hit: dict[str, Any] = {"path": name, "matches": count, "last_modified_days": days}
-        owner = owners.owner_of(name) if root is not None and not name.startswith("../") else None
+        # Outside a repository `owners` is empty; a path above the root cannot match a rule.
+        owner = None if name.startswith("../") else owners.owner_of(name)
         if owner is not None:
             hit["owner"] = owner
         hits.append(hit)

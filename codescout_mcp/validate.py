@@ -246,7 +246,7 @@ def _problems(arguments: object) -> Iterator[_Problem]:
             yield _too_large(hit, (*base, name), base_order)
     path = hit.get(_UNIQUE_FIELD)
     if isinstance(path, str):
-        first = next((k for k, h in enumerate(hits[:index]) if h[_UNIQUE_FIELD] == path), None)
+        first = next((k for k in range(index) if hits[k][_UNIQUE_FIELD] == path), None)
         if first is not None:
             yield _Problem(
                 (*base_order, _key_order(hit, _UNIQUE_FIELD)),

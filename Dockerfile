@@ -17,7 +17,7 @@ COPY pyproject.toml README.md LICENSE ./
 COPY codescout_mcp ./codescout_mcp
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /dist . \
  && python -m venv /opt/codescout \
- && /opt/codescout/bin/pip install --no-cache-dir /dist/codescout-*.whl
+ && /opt/codescout/bin/pip install --no-cache-dir /dist/codescout_mcp-*.whl
 
 # Stage 2: the runtime. Only the environment is copied over: no build tools, no sources.
 FROM ${PYTHON_IMAGE}

@@ -1,19 +1,21 @@
 """The `codescout` command: `rank` runs the tool's handler on a file, `mcp` serves it.
 
 Only the `mcp` command imports the MCP SDK; `rank` stays on the standard library so it
-starts about as fast as Python itself.
+starts about as fast as Python itself. `codescout-mcp` is `codescout mcp` under its own
+name, so that `uvx codescout-mcp` starts the server.
+
+Every failure is one line on stderr and a non-zero exit status, whatever state the
+standard streams are in: closed, full, or a pipe whose reader went away.
 """
 
 from __future__ import annotations
 
 import argparse
-import codecs
-import json
 import os
 import sys
 
 from codescout_mcp import __version__
-from codescout_mcp.contract import MAX_INTEGER_DIGITS
+from codescout_mcp.jsontext import JsonTextError, parse_json, shown
 from codescout_mcp.tool import rank
 from codescout_mcp.validate import InvalidArguments
 
@@ -28,16 +30,88 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
+WORKSPACE_VARIABLE = "CODESCOUT_WORKSPACE"
+
 
 class CliError(Exception):
     """A runtime failure the user can act on; printed as one line, exit status 1."""
+
+
+class _ReaderGone(Exception):
+    """stdout is a pipe whose reader has gone (`| head`): stop quietly, exit status 1."""
+
+
+# Standard descriptors that were closed when the command started. They are reopened on the
+# null device at once (so no file opened later lands on them), but stay "closed" here:
+# output meant for a closed stdout is an error, not something to throw away.
+_closed: frozenset[int] = frozenset()
+
+
+def _reserve_standard_descriptors() -> frozenset[int]:
+    closed = set()
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            closed.add(fd)
+    for fd in sorted(closed):
+        opened = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+        if opened != fd:
+            os.dup2(opened, fd)
+            os.close(opened)
+    return frozenset(closed)
+
+
+def _fail(message: str) -> None:
+    """One line on stderr, if stderr can take it."""
+    _write_all(2, f"codescout: {message}\n".encode("utf-8", "backslashreplace"))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:
+        pass  # stderr itself is gone: the exit status is all that is left to say it
+
+
+def write_stdout(data: bytes) -> None:
+    """All of `data` to stdout, or CliError / _ReaderGone: a short write never passes as done."""
+    if 1 in _closed:
+        raise CliError("cannot write the output: stdout is closed")
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(1, view)
+        except BrokenPipeError:
+            raise _ReaderGone from None
+        except OSError as error:
+            raise CliError(f"cannot write to stdout: {error.strerror or error}") from None
+        view = view[written:]
+
+
+def read_input(name: str, source: str) -> bytes:
+    """The whole of a file, or of stdin for `-`; CliError naming `source` (made one line) if not."""
+    if name == "-" and 0 in _closed:
+        raise CliError("cannot read stdin: it is closed")
+    try:
+        if name == "-":
+            chunks = []
+            while chunk := os.read(0, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        with open(name, "rb") as handle:
+            return handle.read()
+    except OSError as error:
+        raise CliError(f"cannot read {source}: {error.strerror or error}") from None
 
 
 class _Formatter(argparse.HelpFormatter):
     # argparse would import shutil (and with it bz2 and lzma) just to read the terminal width.
     def __init__(self, prog: str) -> None:
         try:
-            width = os.get_terminal_size(sys.stdout.fileno()).columns
+            width = os.get_terminal_size(1).columns
         except (OSError, ValueError):
             width = 80
         super().__init__(prog, width=max(width, 40) - 2)
@@ -46,12 +120,22 @@ class _Formatter(argparse.HelpFormatter):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # One line, not argparse's usage block: errors here are meant to be read by scripts too.
-        self.exit(EXIT_USAGE, f"{self.prog}: usage error: {message} (see '{self.prog} --help')\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: usage error: {shown(message)} (see '{self.prog} --help')\n")
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse swallows write errors (so `--version >&-` would say nothing and exit 0);
+        # help and version text go through the checked writer instead.
+        if not message:
+            return
+        if file is sys.stderr:
+            _write_all(2, message.encode("utf-8", "backslashreplace"))
+        else:
+            write_stdout(message.encode("utf-8", "backslashreplace"))
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str = "codescout") -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="codescout",
+        prog=prog,
         formatter_class=_Formatter,
         description="Rank code-search hits you already have by one fixed rule: "
         "score = matches * 100 - last_modified_days.",
@@ -74,13 +158,65 @@ def _parser() -> argparse.ArgumentParser:
         "mcp",
         formatter_class=_Formatter,
         help="serve the rank_search_results tool over MCP",
-        description="Serve the rank_search_results tool to an MCP client.",
+        description="Serve the rank_search_results tool to an MCP client (also installed as codescout-mcp).",
     )
+    add_mcp_options(mcp_cmd)
+
+    hits_cmd = commands.add_parser(
+        "hits",
+        formatter_class=_Formatter,
+        help="build rank arguments from ripgrep output, git history and CODEOWNERS",
+        description="Read `rg --json` (or `rg --count-matches`) output and print the arguments "
+        "object for `codescout rank`: match counts from ripgrep, days since each file's last "
+        "change from git, owners from CODEOWNERS. Example: "
+        "rg --json PATTERN | codescout hits | codescout rank --input -",
+    )
+    hits_cmd.add_argument(
+        "--from", dest="source", metavar="FILE", help="read ripgrep's output from FILE (default stdin)"
+    )
+    hits_cmd.add_argument(
+        "--repo", metavar="DIR", help="the git repository (default: the one around the current directory)"
+    )
+    hits_cmd.add_argument("--limit", type=_positive, metavar="N", help="add this limit to the arguments")
+    hits_cmd.add_argument(
+        "--now", type=_timestamp, metavar="ISO8601", help="count days up to this moment instead of now (UTC if no zone)"
+    )
+    hits_cmd.add_argument(
+        "--codeowners",
+        choices=["github", "gitlab"],
+        help="read CODEOWNERS as GitHub or GitLab does (default: detected from the file's place and sections)",
+    )
+    hits_cmd.set_defaults(run=_run_hits, parser=hits_cmd)
+    return parser
+
+
+def add_mcp_options(mcp_cmd: argparse.ArgumentParser) -> None:
+    """The options of `codescout mcp`, which `codescout-mcp` shares exactly."""
+    mcp_cmd.add_argument("--version", action="version", version=f"codescout {__version__}")
     mcp_cmd.add_argument(
         "--transport",
         choices=["stdio", "streamable-http"],
         default="stdio",
         help="stdio (default) for a client that starts the server; streamable-http for a shared service",
+    )
+    mcp_cmd.add_argument(
+        "--workspace",
+        metavar="DIR",
+        help="also offer rank_workspace_hits, which reads ages and owners from this checkout "
+        f"(default: ${WORKSPACE_VARIABLE}, if set)",
+    )
+    mcp_cmd.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error", "critical"],
+        help="what to log on stderr (default: warning)",
+    )
+    stdio = mcp_cmd.add_argument_group("stdio options")
+    stdio.add_argument(
+        "--max-message-bytes",
+        type=_positive,
+        metavar="N",
+        help="largest message read from stdin; a larger one gets an error reply (default 33554432, 32 MiB)",
     )
     http = mcp_cmd.add_argument_group("streamable HTTP options")
     http.add_argument("--host", help="address to listen on (default 127.0.0.1)")
@@ -103,62 +239,120 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="largest request body accepted; larger gets 413 (default 33554432, 32 MiB)",
     )
-    mcp_cmd.add_argument(
-        "--log-level",
-        default="warning",
-        choices=["debug", "info", "warning", "error", "critical"],
-        help="what to log on stderr (default: warning)",
+    http.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="a request's headers and body must arrive within this time, else 408 (default 30)",
+    )
+    http.add_argument(
+        "--max-concurrent",
+        type=_positive,
+        metavar="N",
+        help="requests served at once; more get 503 with Retry-After (default 32)",
+    )
+    http.add_argument(
+        "--shutdown-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="on SIGTERM, how long to let requests in flight finish (default 10)",
     )
     mcp_cmd.set_defaults(run=_run_mcp, parser=mcp_cmd)
-
-    hits_cmd = commands.add_parser(
-        "hits",
-        formatter_class=_Formatter,
-        help="build rank arguments from ripgrep output, git history and CODEOWNERS",
-        description="Read `rg --json` (or `rg --count-matches`) output and print the arguments "
-        "object for `codescout rank`: match counts from ripgrep, days since each file's last "
-        "commit from git, owners from CODEOWNERS. Example: "
-        "rg --json PATTERN | codescout hits | codescout rank --input -",
-    )
-    hits_cmd.add_argument(
-        "--from", dest="source", metavar="FILE", help="read ripgrep's output from FILE (default stdin)"
-    )
-    hits_cmd.add_argument(
-        "--repo", metavar="DIR", help="the git repository (default: the one around the current directory)"
-    )
-    hits_cmd.add_argument("--limit", type=_positive, metavar="N", help="add this limit to the arguments")
-    hits_cmd.add_argument(
-        "--now", type=_timestamp, metavar="ISO8601", help="count days up to this moment instead of now (UTC if no zone)"
-    )
-    hits_cmd.set_defaults(run=_run_hits, parser=hits_cmd)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.error("a command is required: rank, mcp or hits")
-    try:
+    return _guarded(lambda: _main(_parser(), argv))
+
+
+def mcp_main(argv: Sequence[str] | None = None) -> int:
+    """`codescout-mcp`: exactly `codescout mcp`, under the name `uvx codescout-mcp` runs."""
+
+    def run() -> int:
+        parser = _Parser(
+            prog="codescout-mcp",
+            formatter_class=_Formatter,
+            description="Serve the rank_search_results tool to an MCP client (the same as `codescout mcp`).",
+        )
+        add_mcp_options(parser)
+        args = parser.parse_args(argv)
         status: int = args.run(args)
+        return status
+
+    return _guarded(run)
+
+
+class _ClosedStream:
+    """Stands in for sys.stdout or sys.stderr when Python found the descriptor closed."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _guarded(run: Any) -> int:
+    global _closed
+    _closed = _reserve_standard_descriptors()
+    # Python sets a stream it found closed to None; give each one an identity of its own, so
+    # that help text meant for stdout is never taken for an error meant for stderr.
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, _ClosedStream())
+    try:
+        status: int = run()
+    except CliError as error:
+        _fail(str(error))
+        return EXIT_ERROR
+    except _ReaderGone:
+        _silence_stdout()
+        return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     return status
 
 
+def _main(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.error("a command is required: rank, mcp or hits")
+    status: int = args.run(args)
+    return status
+
+
 def _run_rank(args: argparse.Namespace) -> int:
-    source = "stdin" if args.input == "-" else args.input
+    source = "stdin" if args.input == "-" else shown(args.input)
     try:
-        arguments = _parse(_read_text(args.input, source), source)
+        arguments = parse_json(read_input(args.input, source), source)
         result = rank(arguments)
-    except (CliError, InvalidArguments) as error:
-        _fail(str(error))
-        return EXIT_ERROR
-    return _write_json(result)
+    except (JsonTextError, InvalidArguments) as error:
+        raise CliError(str(error)) from None
+    write_stdout(render_json(result))
+    return EXIT_OK
 
 
-_HTTP_OPTIONS = ("host", "port", "allow_host", "allow_origin", "max_body_bytes")
+def render_json(value: dict[str, Any]) -> bytes:
+    """Pretty JSON, UTF-8, ending in a newline, as `rank` and `hits` print it."""
+    import json
+
+    text = json.dumps(value, ensure_ascii=False, indent=2) + "\n"
+    # A lone surrogate (legal in JSON text as an escape) cannot be UTF-8: write it back as the
+    # escape it came from, which is what backslashreplace produces for it.
+    return text.encode("utf-8", "backslashreplace")
+
+
+_HTTP_OPTIONS = (
+    "host",
+    "port",
+    "allow_host",
+    "allow_origin",
+    "max_body_bytes",
+    "request_timeout",
+    "max_concurrent",
+    "shutdown_timeout",
+)
+_STDIO_OPTIONS = ("max_message_bytes",)
 
 
 def _port(text: str) -> int:
@@ -172,6 +366,16 @@ def _positive(text: str) -> int:
     value = _integer(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < 1e9:  # also refuses NaN
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
     return value
 
 
@@ -192,112 +396,76 @@ def _timestamp(text: str) -> float:
 
 
 def _run_hits(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from codescout_mcp.hits import HitsError, RepositoryFacts, build_arguments, read_match_counts
 
-    from codescout_mcp.hits import HitsError, build_arguments, read_match_counts, repository_root
-
-    if args.source is None and sys.stdin.isatty():
+    if args.source is None and 0 not in _closed and os.isatty(0):
         args.parser.error("pipe ripgrep's output in (rg --json PATTERN | codescout hits) or use --from FILE")
     name = args.source or "-"
-    source = "stdin" if name == "-" else name
+    source = "stdin" if name == "-" else shown(name)
     try:
-        counts = read_match_counts(_read_bytes(name, source), source)
-        root = repository_root(args.repo)
-        arguments = build_arguments(
-            counts, root=root, cwd=Path.cwd(), now=args.now, limit=args.limit, warn=lambda m: _fail(f"warning: {m}")
-        )
-    except (CliError, HitsError) as error:
-        _fail(str(error))
-        return EXIT_ERROR
-    return _write_json(arguments)
+        counts = read_match_counts(read_input(name, source), source)
+        facts = RepositoryFacts.open(args.repo, codeowners=args.codeowners, warn=lambda m: _fail(f"warning: {m}"))
+        arguments = build_arguments(counts, facts=facts, now=args.now, limit=args.limit)
+    except HitsError as error:
+        raise CliError(str(error)) from None
+    write_stdout(render_json(arguments))
+    return EXIT_OK
 
 
 def _run_mcp(args: argparse.Namespace) -> int:
-    if args.transport == "stdio":
-        given = [name for name in _HTTP_OPTIONS if getattr(args, name) is not None]
-        if given:
-            flag = "--" + given[0].replace("_", "-")
-            args.parser.error(f"{flag} only applies with --transport streamable-http")
-        from codescout_mcp.server import serve
+    if 1 in _closed and args.transport == "stdio":
+        raise CliError("stdout is closed, and the MCP server writes its replies there")
+    unused = _STDIO_OPTIONS if args.transport != "stdio" else _HTTP_OPTIONS
+    given = [name for name in unused if getattr(args, name) is not None]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        other = "stdio" if args.transport != "stdio" else "streamable-http"
+        args.parser.error(f"{flag} only applies with --transport {other}")
+    workspace = _workspace(args)
 
-        return serve(log_level=args.log_level)
-
-    from codescout_mcp.remote import DEFAULT_MAX_BODY_BYTES, serve_http
     from codescout_mcp.server import configure_logging
 
     configure_logging(args.log_level)
-    return serve_http(
-        host=args.host or "127.0.0.1",
-        port=8000 if args.port is None else args.port,
-        allow_hosts=args.allow_host or [],
-        allow_origins=args.allow_origin or [],
-        max_body_bytes=args.max_body_bytes or DEFAULT_MAX_BODY_BYTES,
+    if args.transport == "stdio":
+        from codescout_mcp.stdio import DEFAULT_MAX_MESSAGE_BYTES, serve_stdio
+
+        return serve_stdio(
+            max_message_bytes=args.max_message_bytes or DEFAULT_MAX_MESSAGE_BYTES,
+            workspace=workspace,
+        )
+
+    from codescout_mcp.remote import HttpSettings, serve_http
+
+    defaults = HttpSettings()
+    settings = HttpSettings(
+        host=args.host or defaults.host,
+        port=defaults.port if args.port is None else args.port,
+        allow_hosts=tuple(args.allow_host or ()),
+        allow_origins=tuple(args.allow_origin or ()),
+        max_body_bytes=args.max_body_bytes or defaults.max_body_bytes,
+        request_timeout=args.request_timeout or defaults.request_timeout,
+        max_concurrent=args.max_concurrent or defaults.max_concurrent,
+        shutdown_timeout=args.shutdown_timeout or defaults.shutdown_timeout,
         log_level=args.log_level,
     )
+    return serve_http(settings, workspace=workspace)
 
 
-def _fail(message: str) -> None:
-    sys.stderr.write(f"codescout: {message}\n")
-    sys.stderr.flush()
-
-
-def _read_bytes(name: str, source: str) -> bytes:
-    """The whole of a file, or of stdin for `-`; CliError naming `source` if it cannot be read."""
-    try:
-        if name == "-":
-            return sys.stdin.buffer.read()
-        with open(name, "rb") as handle:
-            return handle.read()
-    except OSError as error:
-        raise CliError(f"cannot read {source}: {error.strerror or error}") from None
-
-
-def _read_text(name: str, source: str) -> str:
-    data = _read_bytes(name, source)
-    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
-    try:
-        return str(data[start:], "utf-8") if start else data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise CliError(f"{source}: not valid UTF-8 at byte offset {error.start + start}") from None
-
-
-def _reject_constant(name: str) -> NoReturn:
-    raise CliError(f"{name} is not a JSON value")
-
-
-def _parse(text: str, source: str) -> Any:
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as error:
-        raise CliError(f"{source}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
-    except CliError as error:
-        raise CliError(f"{source}: invalid JSON: {error}") from None
-    except RecursionError:
-        raise CliError(f"{source}: invalid JSON: nested too deeply") from None
-    except ValueError:
-        # The only other ValueError the decoder raises: Python's guard on huge integers.
-        raise CliError(
-            f"{source}: a number has more than {getattr(sys, 'get_int_max_str_digits', lambda: 4300)()} digits; "
-            f"integers may have at most {MAX_INTEGER_DIGITS}"
-        ) from None
-
-
-def _write_json(result: dict[str, Any]) -> int:
-    text = json.dumps(result, ensure_ascii=False, indent=2) + "\n"
-    # A lone surrogate (legal in JSON text as an escape) cannot be UTF-8: write it back as the
-    # escape it came from, which is what backslashreplace produces for it.
-    data = text.encode("utf-8", "backslashreplace")
-    try:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader went away (`| head`): say nothing more, and keep Python quiet at exit.
-        _silence_stdout()
-        return EXIT_ERROR
-    return EXIT_OK
+def _workspace(args: argparse.Namespace) -> str | None:
+    """The workspace folder: --workspace, else $CODESCOUT_WORKSPACE; it must be a directory."""
+    given: str | None = args.workspace
+    origin = "--workspace"
+    if given is None:
+        given = os.environ.get(WORKSPACE_VARIABLE) or None
+        origin = WORKSPACE_VARIABLE
+    if given is None:
+        return None
+    if not os.path.isdir(given):
+        args.parser.error(f"{origin} {given}: not a directory")
+    return os.path.realpath(given)
 
 
 def _silence_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    os.dup2(devnull, 1)
     os.close(devnull)

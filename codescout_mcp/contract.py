@@ -3,6 +3,11 @@
 The input schema below is written once, by hand. It is what the MCP server advertises in
 `tools/list`, what jsonschema checks when an error must be described, and what the fast
 accept path in `validate.py` is compiled from.
+
+Neither schema names its dialect with `$schema`: MCP's default dialect is JSON Schema
+2020-12, and some clients refuse the key (Gemini's function declarations) or cannot load
+the 2020-12 meta-schema (Ajv set up for draft-07). The code that checks them names the
+2020-12 validator explicitly.
 """
 
 from __future__ import annotations
@@ -31,8 +36,11 @@ TOOL_DESCRIPTION: Final = (
 # two digits more than its inputs; a bound well inside that keeps every answer printable.
 MAX_INTEGER_DIGITS: Final = 4000
 
+# A number written with a fraction or an exponent is read as a double, as JSON.parse reads
+# it; it stands for an integer only while doubles still hold every integer exactly.
+MAX_EXACT_FLOAT: Final = 2**53
+
 INPUT_SCHEMA: Final[dict[str, Any]] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
     "properties": {
         "hits": {
@@ -78,7 +86,6 @@ INPUT_SCHEMA: Final[dict[str, Any]] = {
 DEFAULT_LIMIT: Final[int] = INPUT_SCHEMA["properties"]["limit"]["default"]
 
 OUTPUT_SCHEMA: Final[dict[str, Any]] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
     "properties": {
         "results": {
@@ -117,4 +124,58 @@ OUTPUT_SCHEMA: Final[dict[str, Any]] = {
     },
     "required": ["results", "counts"],
     "additionalProperties": False,
+}
+
+
+# --- the opt-in second tool: the same ranking, with ages and owners read from a checkout ----
+
+WORKSPACE_TOOL_NAME: Final = "rank_workspace_hits"
+WORKSPACE_TOOL_TITLE: Final = "Rank search hits in this workspace"
+
+WORKSPACE_TOOL_DESCRIPTION: Final = (
+    "Rank the files your own search found in this workspace, best first, so you know which to "
+    "open. Pass each file once with its path (relative to the workspace root, or absolute inside "
+    "it) and how many matches it holds; nothing else. The server reads each file's age (days since "
+    "its last commit, from git; 0 if it has uncommitted changes; its modification time outside git) "
+    "and owner (CODEOWNERS) itself. It never searches and never reads file contents.\n"
+    "Rule: score = matches * 100 - last_modified_days. Order: score descending, then more matches, "
+    "then fewer days, then path. Returns the first `limit` entries (default 10) as "
+    "{results: [{path, matches, last_modified_days, owner, score, rank}], counts: {hits, returned}}; "
+    "each path comes back relative to the workspace root with / separators, ready to open. A path "
+    "outside the workspace, missing, not a regular file, or naming the same file as an earlier hit "
+    "is an error naming its location."
+)
+
+WORKSPACE_INPUT_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "hits": {
+            "type": "array",
+            "description": "The files your search found, one entry per file, in any order.",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "path": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "The file, relative to the workspace root (or absolute inside it).",
+                    },
+                    "matches": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "How many matches your search found in the file.",
+                    },
+                },
+                "required": ["path", "matches"],
+            },
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "default": 10,
+            "description": "How many results to return at most.",
+        },
+    },
+    "required": ["hits"],
 }

@@ -1,10 +1,12 @@
-"""`codescout hits`: turn what ripgrep printed, plus git's history and CODEOWNERS, into arguments.
+"""`codescout hits`: ripgrep's output, plus git's history and CODEOWNERS, into rank arguments.
 
 It runs no search itself: the user runs ripgrep. For each matched file it works out
-* matches: the submatches ripgrep reported (from `rg --json`) or its count (`rg --count-matches`);
-* last_modified_days: whole days since the file's last commit (one `git log` pass for all
-  files); 0 when it has uncommitted changes; its filesystem time when git does not track it;
-* owner: the owners of the last CODEOWNERS rule matching it, as GitHub reads that file.
+* matches: the submatches ripgrep reported (`rg --json`) or its count (`rg --count-matches`);
+* last_modified_days: see `RepositoryFacts` (git history, or file times outside git);
+* owner: from CODEOWNERS, read as GitHub or as GitLab reads it (`codeowners.py`).
+
+`RepositoryFacts` is also what the MCP tool `rank_workspace_hits` asks, so a file's age and
+owner are worked out by one piece of code whichever way they are requested.
 """
 
 from __future__ import annotations
@@ -13,21 +15,24 @@ import base64
 import json
 import math
 import os
-import re
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final
+from typing import IO, Any, Final
 
-if TYPE_CHECKING:
-    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
-
-    Rule = tuple[GitIgnoreSpecPattern, bool, str | None]
+from codescout_mcp.codeowners import CodeOwners, load_codeowners
+from codescout_mcp.contract import MAX_INTEGER_DIGITS
+from codescout_mcp.jsontext import shown
 
 SECONDS_PER_DAY: Final = 86_400
-CODEOWNERS_LOCATIONS: Final = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
+GIT_TIMEOUT: Final = 120.0
+# A file whose inode changed less than this before its status was read is read again: file
+# times can be coarse, and a change in the same instant as the snapshot must not be missed.
+STATUS_SLACK_NS: Final = 2_000_000_000
 
 Warn = Callable[[str], None]
 
@@ -41,14 +46,28 @@ class HitsError(Exception):
 
 def read_match_counts(data: bytes, source: str) -> dict[str, int]:
     """Match counts per path, in first-seen order, from `rg --json` or `rg --count-matches` output."""
-    lines = data.splitlines()
-    first = next((line.strip() for line in lines if line.strip()), b"")
-    if not first:
+    lines = data.split(b"\n")
+    first = next((line for line in lines if line.strip()), None)
+    if first is None:
         raise HitsError(f"{source}: no input; pipe in the output of `rg --json PATTERN`")
-    counts = _from_json_stream(lines, source) if first.startswith(b"{") else _from_count_lines(lines, source)
+    if _is_json_event(first):
+        counts = _from_json_stream(lines, source)
+    elif b"\0" in data:
+        counts = _from_null_counts(data, source)
+    else:
+        counts = _from_count_lines(lines, source)
     if not counts:
         raise HitsError(f"{source}: the ripgrep output holds no matches, so there is nothing to rank")
     return counts
+
+
+def _is_json_event(line: bytes) -> bool:
+    """Whether a whole line is a ripgrep JSON event (not merely a line starting with `{`)."""
+    try:
+        event = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(event, dict) and isinstance(event.get("type"), str)
 
 
 def _from_json_stream(lines: list[bytes], source: str) -> dict[str, int]:
@@ -66,7 +85,7 @@ def _from_json_stream(lines: list[bytes], source: str) -> dict[str, int]:
             continue  # begin, end, context and summary carry nothing the ranking needs
         data = event.get("data")
         submatches = data.get("submatches") if isinstance(data, dict) else None
-        path = _event_path(data.get("path") if isinstance(data, dict) else None)
+        path = _event_path(data.get("path") if isinstance(data, dict) else None, source, number)
         if path is None or not isinstance(submatches, list):
             raise HitsError(f"{source}: line {number}: a match event without a path and submatches")
         # A match event is one line; a line can hold several matches. An empty list still
@@ -75,104 +94,182 @@ def _from_json_stream(lines: list[bytes], source: str) -> dict[str, int]:
     return counts
 
 
-def _event_path(value: object) -> str | None:
+def _event_path(value: object, source: str, number: int) -> str | None:
     if not isinstance(value, dict):
         return None
     if isinstance(value.get("text"), str):
         text: str = value["text"]
-        return text
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise HitsError(
+                f"{source}: line {number}: the path holds an unpaired surrogate, which no file name can"
+            ) from None
+        return _checked_path(text, source, number)
     if isinstance(value.get("bytes"), str):
         # A path that is not UTF-8: ripgrep sends its bytes in base64.
         try:
-            return os.fsdecode(base64.b64decode(value["bytes"], validate=True))
+            raw = base64.b64decode(value["bytes"], validate=True)
         except ValueError:
             return None
+        return _checked_path(os.fsdecode(raw), source, number)
     return None
+
+
+def _checked_path(path: str, source: str, number: int) -> str:
+    if "\0" in path:
+        raise HitsError(f"{source}: line {number}: the path holds a NUL character, which no file name can")
+    if not path:
+        raise HitsError(f"{source}: line {number}: an empty path")
+    return path
+
+
+def _count(text: bytes, source: str, number: int) -> int:
+    text = text.strip()
+    if not text.isdigit():
+        if text.startswith(b"-") and text[1:].isdigit():
+            raise HitsError(f"{source}: line {number}: a negative match count")
+        raise HitsError(f"{source}: line {number}: {shown(repr(text[:40]))} is not a match count")
+    if len(text.lstrip(b"0")) > MAX_INTEGER_DIGITS:
+        raise HitsError(
+            f"{source}: line {number}: a match count of more than {MAX_INTEGER_DIGITS} digits, too large to rank"
+        )
+    return int(text)
 
 
 def _from_count_lines(lines: list[bytes], source: str) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for number, raw in enumerate(lines, 1):
-        line = raw.rstrip(b"\r")
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        # `--null` puts a NUL after the path; otherwise the count follows the last colon.
-        path_bytes, sep, count_bytes = line.rpartition(b"\0") if b"\0" in line else line.rpartition(b":")
+        path_bytes, sep, count_bytes = line.rpartition(b":")
         if not sep or not path_bytes:
             raise HitsError(
                 f"{source}: line {number}: expected PATH:COUNT from `rg --count-matches` "
                 "(with one file, add --with-filename)"
             )
-        try:
-            count = int(count_bytes)
-        except ValueError:
-            raise HitsError(f"{source}: line {number}: {count_bytes[:40]!r} is not a match count") from None
-        if count < 0:
-            raise HitsError(f"{source}: line {number}: a negative match count")
-        if count:
-            path = os.fsdecode(path_bytes)
-            counts[path] = counts.get(path, 0) + count
+        _add(counts, path_bytes, _count(count_bytes, source, number), source, number)
     return counts
+
+
+def _from_null_counts(data: bytes, source: str) -> dict[str, int]:
+    """`rg --count-matches --null`: PATH NUL COUNT newline, where PATH may hold newlines."""
+    counts: dict[str, int] = {}
+    position = 0
+    line = 1
+    while position < len(data):
+        if not data[position:].strip():
+            break
+        nul = data.find(b"\0", position)
+        if nul < 0:
+            raise HitsError(f"{source}: line {line}: expected PATH, NUL, COUNT from `rg --count-matches --null`")
+        end = data.find(b"\n", nul)
+        end = len(data) if end < 0 else end
+        path_bytes = data[position:nul]
+        path_bytes = path_bytes.lstrip(b"\n") if position == 0 else path_bytes
+        count_bytes = data[nul + 1 : end]
+        if b"\0" in count_bytes:
+            raise HitsError(f"{source}: line {line}: the path holds a NUL character, which no file name can")
+        if not path_bytes:
+            raise HitsError(f"{source}: line {line}: an empty path")
+        _add(counts, path_bytes, _count(count_bytes, source, line), source, line)
+        line += data.count(b"\n", position, end) + 1
+        position = end + 1
+    return counts
+
+
+def _add(counts: dict[str, int], path_bytes: bytes, count: int, source: str, number: int) -> None:
+    if count:
+        path = os.fsdecode(path_bytes)
+        counts[path] = counts.get(path, 0) + count
 
 
 # --- git ------------------------------------------------------------------------------------
 
 
-def _git(root: Path, *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        ["git", "--no-optional-locks", "-c", "core.quotepath=off", "-C", str(root), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+class Git:
+    """Runs git in one repository: fixed argument lists, no shell, a timeout.
+
+    `isolated` clears every GIT_* variable from the environment, so that the caller's
+    environment cannot point git at another repository or change how it reads this one.
+    """
+
+    def __init__(self, where: Path, *, isolated: bool = False, timeout: float = GIT_TIMEOUT) -> None:
+        self.where = where
+        self.timeout = timeout
+        env = dict(os.environ)
+        if isolated:
+            env = {k: v for k, v in env.items() if not k.startswith("GIT_")}
+        env["GIT_OPTIONAL_LOCKS"] = "0"
+        env.setdefault("LC_ALL", "C")
+        self.env = env
+
+    def command(self, *args: str) -> list[str]:
+        return ["git", "--no-optional-locks", "--literal-pathspecs", "-c", "core.quotepath=off", *args]
+
+    def run(self, *args: str, check: bool = True) -> tuple[int, bytes, bytes]:
+        """(status, stdout, stderr) of one git command; HitsError if it cannot run or overruns."""
+        try:
+            done = subprocess.run(
+                self.command(*args),
+                cwd=self.where,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=self.timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise HitsError(f"git {args[0]} took longer than {self.timeout:.0f} s in {self.where}") from None
+        if check and done.returncode != 0:
+            message = os.fsdecode(done.stderr).strip().splitlines()
+            raise HitsError(f"git {args[0]} failed in {self.where}: {shown(message[-1] if message else '')}")
+        return done.returncode, done.stdout, done.stderr
+
+    @contextmanager
+    def stream(self, *args: str) -> Iterator[_Deadlined]:
+        """git's stdout as it is produced; the process is ended when the block ends."""
+        proc = subprocess.Popen(
+            self.command(*args),
+            cwd=self.where,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert proc.stdout is not None
+        deadline = time.monotonic() + self.timeout
+        try:
+            yield _Deadlined(proc.stdout, deadline, f"git {args[0]} took longer than {self.timeout:.0f} s")
+        finally:
+            proc.kill()
+            proc.communicate()
 
 
-def repository_root(repo: str | None) -> Path | None:
-    """The git work tree to use: --repo's (which must be one), else the current one, else None."""
-    where = Path(repo) if repo is not None else Path.cwd()
-    if repo is not None and not where.is_dir():
-        raise HitsError(f"--repo {repo}: no such directory")
-    try:
-        proc = _git(where, "rev-parse", "--show-toplevel")
-        out, _ = proc.communicate()
-    except FileNotFoundError:
-        if repo is not None:
-            raise HitsError("git is not installed, and --repo needs it") from None
-        return None
-    if proc.returncode != 0:
-        if repo is not None:
-            raise HitsError(f"--repo {repo}: not a git repository")
-        return None
-    return Path(os.fsdecode(out.rstrip(b"\n")))
+class _Deadlined:
+    """A read stream that raises HitsError once a deadline has passed (checked per read)."""
+
+    def __init__(self, stream: IO[bytes], deadline: float, message: str) -> None:
+        self.stream = stream
+        self.deadline = deadline
+        self.message = message
+
+    def read(self, size: int) -> bytes:
+        if time.monotonic() > self.deadline:
+            raise HitsError(self.message)
+        return self.stream.read(size)
 
 
-def last_commit_times(root: Path, wanted: set[str]) -> dict[str, int]:
-    """Commit time of the newest commit touching each wanted path: one `git log`, stopped early."""
-    found: dict[str, int] = {}
-    if not wanted:
-        return found
-    proc = _git(root, "log", "-z", "--format=%x00%ct", "--name-only", "--no-renames", "HEAD", "--")
-    assert proc.stdout is not None
-    try:
-        for when, name in _log_entries(proc.stdout):
-            if name in wanted and when > found.get(name, -1):
-                found[name] = when
-                if len(found) == len(wanted):
-                    break
-    finally:
-        proc.kill()
-        proc.communicate()
-    return found
-
-
-def _log_entries(stream: IO[bytes]) -> Iterator[tuple[int, str]]:
+def log_entries(stream: Any) -> Iterator[tuple[int, str]]:
     """(commit time, path) pairs from `git log -z --format=%x00%ct --name-only`.
 
-    Each commit reads NUL, its time, NUL, newline, then its paths, each ending in NUL. A path
-    is never empty, so an empty field always announces the next commit's time.
+    Each commit reads NUL, its time, NUL, then (after a newline) its paths, each ending in
+    NUL. A path is never empty, so an empty field always announces the next commit's time.
     """
     pending = b""
     when = 0
     expect_time = False
+    first_path = False
     for chunk in iter(lambda: stream.read(1 << 16), b""):
         fields = (pending + chunk).split(b"\0")
         pending = fields.pop()
@@ -180,121 +277,313 @@ def _log_entries(stream: IO[bytes]) -> Iterator[tuple[int, str]]:
             if expect_time:
                 when = int(field)
                 expect_time = False
+                first_path = True
             elif not field:
                 expect_time = True
             else:
-                yield when, os.fsdecode(field.removeprefix(b"\n"))
+                if first_path:
+                    field = field.removeprefix(b"\n")
+                    first_path = False
+                if field:
+                    yield when, os.fsdecode(field)
 
 
-def uncommitted_paths(root: Path) -> tuple[set[str], set[str]]:
-    """(paths with uncommitted changes, untracked paths), from one `git status`."""
-    proc = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
-    out, err = proc.communicate()
-    if proc.returncode != 0:
-        raise HitsError(f"git status failed in {root}: {os.fsdecode(err).strip()}")
-    changed: set[str] = set()
-    untracked: set[str] = set()
-    fields = iter(out.split(b"\0"))
-    for field in fields:
-        if len(field) < 4:
-            continue
-        state, name = field[:2], os.fsdecode(field[3:])
-        if state == b"??":
-            untracked.add(name)
-        elif state != b"!!":
-            changed.add(name)
-            if state[:1] in b"RC":
-                next(fields, None)  # the rename's or copy's source path
-    return changed, untracked
+@dataclass(frozen=True)
+class FileFacts:
+    """What is known of one file: whole days since it last changed, and its owners."""
+
+    days: int
+    owner: str | None
 
 
-# --- CODEOWNERS -----------------------------------------------------------------------------
+class RepositoryFacts:
+    """Ages and owners of files in one git work tree (or, outside git, one plain folder).
 
-_OWNER = re.compile(r"@[A-Za-z0-9][A-Za-z0-9-]*(?:/[A-Za-z0-9][\w.-]*)?|[^@\s]+@[^@\s]+\.[^@\s]+")
-_TOKEN = re.compile(r"(?:\\.|\S)+")
+    A file's age is the committer date of the first commit met walking the current branch's
+    first-parent history back from HEAD whose tree changed the file relative to its first
+    parent (a merge counts the changes it brought in). A file with uncommitted changes was
+    changed now; a file git does not track uses its modification time, as does every file
+    outside a git repository. In a shallow clone, files last changed beyond the boundary get
+    the boundary commit's date, and a warning says so.
 
+    The object keeps what it read, so that asking again is cheap; `refresh()` drops what a
+    new commit, a checkout, a change to the index or CODEOWNERS has made stale, and files
+    whose inode changed since their status was read are asked about again.
+    """
 
-class CodeOwners:
-    """GitHub's reading of a CODEOWNERS file: gitignore-style patterns, the last match wins."""
+    def __init__(
+        self,
+        base: Path,
+        *,
+        git: Git | None,
+        git_dir: Path | None = None,
+        common_dir: Path | None = None,
+        shallow: bool = False,
+        codeowners: str | None = None,
+        warn: Warn,
+    ) -> None:
+        self.base = base  # the work tree root, or the plain folder
+        self.git = git
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self.shallow = shallow
+        self.dialect = codeowners
+        self.warn = warn
+        self._signature: tuple[object, ...] | None = None
+        self._owners: CodeOwners | None = None
+        self._owners_signature: tuple[object, ...] | None = None
+        self._forget()
 
-    def __init__(self, rules: list[Rule]) -> None:
-        self.rules = rules
+    @property
+    def in_git(self) -> bool:
+        return self.git is not None
+
+    def _forget(self) -> None:
+        self._status: dict[str, str] = {}  # path -> "changed" | "untracked"
+        self._status_read_at: int | None = None  # wall clock (ns) when the snapshot was taken
+        self._status_reused = False
+        self._rechecked: dict[str, tuple[int, str | None]] = {}
+        self._commit_time: dict[str, int] = {}
+        self._walk_complete = False
+        self._boundary_time: int | None = None
 
     @classmethod
-    def parse(cls, text: str, name: str, warn: Warn) -> CodeOwners:
-        from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
-
-        rules: list[Rule] = []
-        for number, raw in enumerate(text.splitlines(), 1):
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            pattern, *rest = _TOKEN.findall(line)
-            owners: list[str] = []
-            for token in rest:
-                if token.startswith("#"):
-                    break  # the rest of the line is a comment
-                owners.append(token)
-            problem = _unsupported(pattern) or next(
-                (
-                    f"{owner!r} is not a @user, @org/team or email owner"
-                    for owner in owners
-                    if not _OWNER.fullmatch(owner)
-                ),
-                None,
-            )
-            compiled: GitIgnoreSpecPattern | None = None
-            if problem is None:
-                try:
-                    compiled = GitIgnoreSpecPattern(pattern)
-                except ValueError as error:
-                    problem = f"invalid pattern {pattern!r} ({error})"
-                else:
-                    if compiled.include is None:
-                        problem = f"pattern {pattern!r} matches nothing"
-            if problem is not None or compiled is None:
-                warn(f"{name}:{number}: {problem}; line skipped")
-                continue
-            # GitHub: `docs/*` owns the files directly in docs/, not those in its subfolders.
-            direct_children_only = pattern.endswith("/*")
-            rules.append((compiled, direct_children_only, " ".join(owners) or None))
-        return cls(rules)
-
-    def owner_of(self, path: str) -> str | None:
-        """The owners of the last rule matching `path`, joined by a space; None if unowned."""
-        parent = path.rsplit("/", 1)[0] if "/" in path else ""
-        for compiled, direct_children_only, owners in reversed(self.rules):
-            if compiled.match_file(path) is None:
-                continue
-            if direct_children_only and parent and compiled.match_file(parent) is not None:
-                continue  # matched through a subfolder, not directly
-            return owners
-        return None
-
-
-def _unsupported(pattern: str) -> str | None:
-    if pattern.startswith("!"):
-        return "negation (!) is not supported in CODEOWNERS"
-    if pattern.startswith("\\#"):
-        return "escaping # is not supported in CODEOWNERS"
-    if re.search(r"(?<!\\)\[", pattern):
-        return "character ranges ([...]) are not supported in CODEOWNERS"
-    return None
-
-
-def load_codeowners(root: Path | None, warn: Warn) -> CodeOwners:
-    """The first CODEOWNERS file found in GitHub's order, or one that owns nothing."""
-    if root is None:
-        return CodeOwners([])
-    for location in CODEOWNERS_LOCATIONS:
-        candidate = root / location
-        if candidate.is_file():
+    def open(
+        cls,
+        repo: str | None,
+        *,
+        cwd: Path | None = None,
+        codeowners: str | None = None,
+        warn: Warn,
+        isolated: bool = False,
+    ) -> RepositoryFacts:
+        """The facts for --repo's work tree (which must be one), else the one around `cwd`."""
+        if cwd is None:
             try:
-                text = candidate.read_text(encoding="utf-8", errors="replace")
+                cwd = Path.cwd()
             except OSError as error:
-                raise HitsError(f"cannot read {candidate}: {error.strerror}") from None
-            return CodeOwners.parse(text, location, warn)
-    return CodeOwners([])
+                raise HitsError(f"cannot read the current directory: {error.strerror}") from None
+        where = Path(repo) if repo is not None else cwd
+        named = f"--repo {shown(repo)}" if repo is not None else shown(str(cwd))
+        if repo is not None and not where.is_dir():
+            raise HitsError(f"{named}: no such directory")
+        git = Git(where, isolated=isolated)
+        try:
+            status, out, _ = git.run(
+                "rev-parse",
+                "--is-bare-repository",
+                "--is-shallow-repository",
+                "--path-format=absolute",
+                "--git-dir",
+                "--git-common-dir",
+                "--show-toplevel",
+                check=False,
+            )
+        except FileNotFoundError:
+            if repo is not None:
+                raise HitsError("git is not installed, and --repo needs it") from None
+            warn("git is not installed; ages come from file modification times and there are no owners")
+            return cls(_real(cwd), git=None, codeowners=codeowners, warn=warn)
+        answers = os.fsdecode(out).split("\n")
+        if answers[0] == "true" or (status != 0 and answers[0] == "false"):
+            raise HitsError(f"{named}: a bare git repository (or a .git folder) has no work tree; use a checkout")
+        if status != 0:
+            if repo is not None:
+                raise HitsError(f"{named}: not a git repository")
+            return cls(_real(cwd), git=None, codeowners=codeowners, warn=warn)
+        root = _real(Path(answers[4]))
+        return cls(
+            root,
+            git=Git(root, isolated=isolated),
+            git_dir=Path(answers[2]),
+            common_dir=Path(answers[3]),
+            shallow=answers[1] == "true",
+            codeowners=codeowners,
+            warn=warn,
+        )
+
+    # -- where a path is
+
+    def locate(self, given: str, cwd: Path) -> str:
+        """`given` (relative to `cwd`, or absolute) as a `/`-separated path relative to the base.
+
+        Folders on the way are resolved, so a path through a symbolic link (a temporary
+        folder that is a link, say) still lands in the repository; the file's own name is
+        kept, as git tracks a link by its own name. Outside the base it starts with `../`.
+        """
+        joined = os.path.normpath(os.path.join(cwd, given))
+        folder, name = os.path.split(joined)
+        real = os.path.join(os.path.realpath(folder), name)
+        return Path(os.path.relpath(real, self.base)).as_posix()
+
+    # -- freshness
+
+    def refresh(self) -> None:
+        """Drop what is stale: all of it after a commit, a checkout or an index change."""
+        signature = self._repository_signature()
+        if signature != self._signature:
+            self._signature = signature
+            self._forget()
+        else:
+            self._status_reused = True
+
+    def _repository_signature(self) -> tuple[object, ...]:
+        if self.git_dir is None or self.common_dir is None:
+            return ()
+        head = self.git_dir / "HEAD"
+        try:
+            target = head.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            target = ""
+        ref = target[5:].strip() if target.startswith("ref: ") else None
+        paths = [head, self.git_dir / "index", self.common_dir / "packed-refs", self.common_dir / "shallow"]
+        paths += [self.common_dir / "reftable" / "tables.list"]
+        if ref is not None:
+            paths += [self.common_dir / ref, self.git_dir / ref]
+        return (target, *(_stat_signature(path) for path in paths))
+
+    # -- the facts
+
+    def describe(self, names: Iterable[str], now: float) -> dict[str, FileFacts | OSError]:
+        """Days and owner for each path (relative to the base), or the error reading its time."""
+        wanted = list(dict.fromkeys(names))
+        inside = [name for name in wanted if not name.startswith("../") and name != ".."]
+        stats: dict[str, os.stat_result | OSError] = {}
+        for name in wanted:
+            try:
+                stats[name] = os.stat(self.base / name)
+            except OSError as error:
+                stats[name] = error
+        states = self._states(inside, stats) if self.in_git else {}
+        tracked = [name for name in inside if states.get(name) is None and not isinstance(stats[name], OSError)]
+        commit_times = self._commit_times(tracked) if self.in_git else {}
+        owners = self.codeowners()
+        facts: dict[str, FileFacts | OSError] = {}
+        for name in wanted:
+            stat = stats[name]
+            if isinstance(stat, OSError):
+                facts[name] = stat
+                continue
+            if states.get(name) == "changed":
+                days = 0
+            elif name in commit_times:
+                days = whole_days(now, commit_times[name])
+            else:
+                days = whole_days(now, stat.st_mtime)
+            owner = owners.owner_of(name) if name in inside else None
+            facts[name] = FileFacts(days, owner)
+        if self.shallow and self.in_git:
+            self.warn(self._shallow_warning())
+        return facts
+
+    def codeowners(self) -> CodeOwners:
+        """The CODEOWNERS rules, read again only when a CODEOWNERS file changed."""
+        if not self.in_git:
+            return CodeOwners.empty()
+        signature = tuple(_stat_signature(self.base / place) for place in _CODEOWNERS_PLACES)
+        if self._owners is None or signature != self._owners_signature:
+            self._owners = load_codeowners(self.base, self.dialect, self.warn)
+            self._owners_signature = signature
+        return self._owners
+
+    def _states(self, names: list[str], stats: dict[str, os.stat_result | OSError]) -> dict[str, str | None]:
+        """Each path's uncommitted state: "changed", "untracked" or None (as committed)."""
+        assert self.git is not None
+        if self._status_read_at is None:
+            self._status_read_at = time.time_ns()
+            self._status = self._read_status(())
+            self._status_reused = False
+        states: dict[str, str | None] = {}
+        again: list[str] = []
+        for name in names:
+            stat = stats[name]
+            read_at, state = self._rechecked.get(name, (self._status_read_at, self._status.get(name)))
+            if self._status_reused and (isinstance(stat, OSError) or stat.st_ctime_ns >= read_at - STATUS_SLACK_NS):
+                again.append(name)
+            states[name] = state
+        if again:
+            read_at = time.time_ns()
+            fresh = self._read_status(again)
+            for name in again:
+                states[name] = fresh.get(name)
+                self._rechecked[name] = (read_at, fresh.get(name))
+        return states
+
+    def _read_status(self, names: Iterable[str]) -> dict[str, str]:
+        assert self.git is not None
+        names = list(names)
+        _, out, _ = self.git.run(
+            "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--", *names
+        )
+        status: dict[str, str] = {}
+        for field in out.split(b"\0"):
+            if len(field) < 4:
+                continue
+            state, name = field[:2], os.fsdecode(field[3:])
+            if state == b"??":
+                status[name] = "untracked"
+            elif state != b"!!":
+                status[name] = "changed"
+        return status
+
+    def _commit_times(self, names: list[str]) -> dict[str, int]:
+        """Each tracked path's commit time by the rule in the class docstring."""
+        missing = {name for name in names if name not in self._commit_time}
+        if missing and not self._walk_complete:
+            self._walk(missing if not self._commit_time else None)
+        return {name: self._commit_time[name] for name in names if name in self._commit_time}
+
+    def _walk(self, wanted: set[str] | None) -> None:
+        """One pass over first-parent history; stops once every wanted path is found."""
+        assert self.git is not None
+        found = self._commit_time
+        remaining = set(wanted) if wanted is not None else None
+        args = ("log", "--first-parent", "--diff-merges=first-parent", "--no-renames", "-z")
+        with self.git.stream(*args, "--format=%x00%ct", "--name-only", "HEAD", "--") as out:
+            for when, name in log_entries(out):
+                if name not in found:
+                    found[name] = when
+                    if remaining is not None:
+                        remaining.discard(name)
+                        if not remaining:
+                            return
+        self._walk_complete = True
+
+    def _shallow_warning(self) -> str:
+        if self._boundary_time is None:
+            self._boundary_time = self._read_boundary_time()
+        when = datetime.fromtimestamp(self._boundary_time, timezone.utc).strftime("%Y-%m-%d")
+        return (
+            f"this is a shallow clone: history before {when} (its oldest commit here) is missing, so files "
+            "last changed earlier show that date; run `git fetch --unshallow` for their real ages"
+        )
+
+    def _read_boundary_time(self) -> int:
+        assert self.git is not None and self.common_dir is not None
+        try:
+            boundary = (self.common_dir / "shallow").read_text(encoding="ascii").split()
+        except OSError:
+            boundary = []
+        if not boundary:
+            return 0
+        _, out, _ = self.git.run("log", "--no-walk=unsorted", "--format=%ct", *boundary, "--")
+        times = [int(line) for line in out.split() if line.isdigit()]
+        return max(times, default=0)
+
+
+_CODEOWNERS_PLACES: Final = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS")
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _stat_signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
 
 
 # --- putting it together --------------------------------------------------------------------
@@ -316,49 +605,33 @@ def whole_days(now: float, then: float) -> int:
 def build_arguments(
     counts: dict[str, int],
     *,
-    root: Path | None,
-    cwd: Path,
+    facts: RepositoryFacts,
+    cwd: Path | None = None,
     now: float | None = None,
     limit: int | None = None,
-    warn: Warn,
 ) -> dict[str, Any]:
     """The rank tool's arguments for ripgrep's counts: hits sorted by path, then `limit`."""
     now = time.time() if now is None else now
-    base = root if root is not None else cwd
-    located: dict[str, tuple[Path, int]] = {}
+    if cwd is None:
+        try:
+            cwd = Path.cwd()
+        except OSError as error:
+            raise HitsError(f"cannot read the current directory: {error.strerror}") from None
+    located: dict[str, int] = {}
     for given, count in counts.items():
-        absolute = Path(os.path.normpath(cwd / given))
-        name = Path(os.path.relpath(absolute, base)).as_posix()
-        previous = located.get(name)
-        located[name] = (absolute, count + (previous[1] if previous else 0))
-
-    committed: dict[str, int] = {}
-    changed: set[str] = set()
-    untracked: set[str] = set()
-    if root is not None:
-        changed, untracked = uncommitted_paths(root)
-        tracked = {name for name in located if name not in changed and name not in untracked}
-        committed = last_commit_times(root, tracked)
-    owners = load_codeowners(root, warn)
-
+        name = facts.locate(given, cwd)
+        located[name] = located.get(name, 0) + count
+    facts.refresh()
+    described = facts.describe(sorted(located), now)
     hits: list[dict[str, Any]] = []
     for name in sorted(located):
-        absolute, count = located[name]
-        if name in changed:
-            days = 0
-        elif name in committed:
-            days = whole_days(now, committed[name])
-        else:
-            try:
-                days = whole_days(now, absolute.stat().st_mtime)
-            except OSError as error:
-                warn(f"{name}: left out, cannot read its modification time ({error.strerror})")
-                continue
-        hit: dict[str, Any] = {"path": name, "matches": count, "last_modified_days": days}
-        # Outside a repository `owners` is empty; a path above the root cannot match a rule.
-        owner = None if name.startswith("../") else owners.owner_of(name)
-        if owner is not None:
-            hit["owner"] = owner
+        fact = described[name]
+        if isinstance(fact, OSError):
+            facts.warn(f"{shown(name)}: left out, cannot read its modification time ({fact.strerror})")
+            continue
+        hit: dict[str, Any] = {"path": name, "matches": located[name], "last_modified_days": fact.days}
+        if fact.owner is not None:
+            hit["owner"] = fact.owner
         hits.append(hit)
     if not hits:
         raise HitsError("no hits are left to rank")

@@ -1,23 +1,27 @@
-"""The MCP front: one tool, `rank_search_results`, on the SDK's low-level Server.
+"""The MCP server: the tool `rank_search_results` (and, with a workspace, `rank_workspace_hits`).
 
-The handler checks arguments itself (the low-level Server does not): it calls the same
-`rank` the CLI calls, and turns InvalidArguments into a tool error the model can read.
+This module defines what the server offers; the transports that carry it are `stdio.py`
+and `remote.py`. The handler checks arguments itself (the SDK's low-level Server does
+not): it calls the same `rank` the CLI calls, and turns InvalidArguments into a tool error
+the model can read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-import signal
 import sys
-from typing import Any, Final
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
+from mcp.server.caching import CacheHint
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
 
 from codescout_mcp import __version__
 from codescout_mcp.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_DESCRIPTION, TOOL_NAME, TOOL_TITLE
@@ -26,11 +30,26 @@ from codescout_mcp.validate import InvalidArguments
 
 logger = logging.getLogger("codescout")
 
+# The protocol versions served. 2024-11-05 predates structured tool results and output
+# schemas, and 2025-03-26 requires JSON-RPC batches, which are not served; a client asking
+# for either (or for one unknown here) is offered the newest handshake version instead.
+HANDSHAKE_VERSIONS: Final = ("2025-06-18", "2025-11-25")
+MODERN_VERSIONS: Final = ("2026-07-28",)
+SERVED_PROTOCOL_VERSIONS: Final = (*HANDSHAKE_VERSIONS, *MODERN_VERSIONS)
+
 INSTRUCTIONS: Final = (
     "codescout ranks code-search hits you already have. After a search (ripgrep, grep, an IDE) "
     "returns many files, call rank_search_results with each file's path, match count and days "
     "since it last changed, and open the files in the order it returns. It never searches or "
     "reads files itself."
+)
+
+READ_ONLY: Final = types.ToolAnnotations(
+    title=TOOL_TITLE,
+    read_only_hint=True,
+    destructive_hint=False,
+    idempotent_hint=True,
+    open_world_hint=False,
 )
 
 TOOL: Final = types.Tool(
@@ -39,128 +58,114 @@ TOOL: Final = types.Tool(
     description=TOOL_DESCRIPTION,
     input_schema=INPUT_SCHEMA,
     output_schema=OUTPUT_SCHEMA,
-    annotations=types.ToolAnnotations(
-        title=TOOL_TITLE,
-        read_only_hint=True,
-        destructive_hint=False,
-        idempotent_hint=True,
-        open_world_hint=False,
-    ),
+    annotations=READ_ONLY,
 )
 
-# Ranking is CPU work on the event loop's thread. Large calls go to a worker thread so the
-# loop keeps answering pings and reading other requests while they run.
-_OFFLOAD_HITS: Final = 5_000
+# The tool list changes only with the version (and the --workspace setting, fixed for a
+# server's life): clients may keep it for a day and share it between users.
+TOOLS_LIST_CACHE: Final = CacheHint(ttl_ms=24 * 60 * 60 * 1000, scope="public")
+
+# Ranking is CPU work. Large calls go to a worker thread so the event loop keeps answering
+# pings and reading other requests while they run.
+OFFLOAD_HITS: Final = 5_000
 
 
-async def _list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=[TOOL])
+def served_initialize_params(params: object) -> object:
+    """`initialize` params with an unserved protocol version replaced by the newest served one."""
+    if isinstance(params, dict):
+        requested = params.get("protocolVersion")
+        if isinstance(requested, str) and requested not in HANDSHAKE_VERSIONS:
+            return {**params, "protocolVersion": HANDSHAKE_VERSIONS[-1]}
+    return params
 
 
-def answer(arguments: dict[str, Any] | None) -> types.CallToolResult:
+def answer(arguments: Mapping[str, Any] | None) -> types.CallToolResult:
     """The tool's result for some arguments: the ranking, or a tool error naming the location."""
+    return tool_result(lambda: rank({} if arguments is None else arguments))
+
+
+def tool_result(compute: Callable[[], dict[str, Any]]) -> types.CallToolResult:
+    """A successful result carrying `compute()`, or a tool error naming where the input is wrong."""
     try:
-        result = rank({} if arguments is None else arguments)
+        result = compute()
     except InvalidArguments as error:
         return types.CallToolResult(content=[types.TextContent(text=str(error))], is_error=True)
     text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=result)
 
 
-async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-    if params.name != TOOL_NAME:
-        message = f"Unknown tool: {params.name!r}; this server has {TOOL_NAME!r}"
-        raise MCPError(code=types.INVALID_PARAMS, message=message)
-    arguments = params.arguments
+def _size(arguments: Mapping[str, Any] | None) -> int:
     hits = arguments.get("hits") if arguments else None
-    if isinstance(hits, list) and len(hits) > _OFFLOAD_HITS:
-        return await anyio.to_thread.run_sync(answer, arguments)
-    return answer(arguments)
+    return len(hits) if isinstance(hits, list) else 0
 
 
-def build_server() -> Server[Any]:
-    """A fresh low-level Server offering the one tool."""
+T = TypeVar("T")
+
+
+async def in_worker(function: Callable[..., T], *args: object) -> T:
+    """Run `function(*args)` in a daemon thread; a stop never waits for it to finish."""
+    done = anyio.Event()
+    box: dict[str, Any] = {}
+    token = anyio.lowlevel.current_token()
+
+    def work() -> None:
+        try:
+            box["value"] = function(*args)
+        except BaseException as error:  # handed back to the awaiting task below
+            box["error"] = error
+        with contextlib.suppress(anyio.RunFinishedError, RuntimeError):  # the server may have stopped
+            anyio.from_thread.run_sync(done.set, token=token)
+
+    threading.Thread(target=work, daemon=True, name="codescout-rank").start()
+    await done.wait()
+    if "error" in box:
+        raise box["error"]
+    value: T = box["value"]
+    return value
+
+
+class Tools:
+    """The tools one server offers, and the handlers for `tools/list` and `tools/call`."""
+
+    def __init__(self, workspace: str | None = None) -> None:
+        self.listed = [TOOL]
+        self.workspace_tool: Any = None
+        if workspace is not None:
+            from codescout_mcp.workspace import WorkspaceTool
+
+            self.workspace_tool = WorkspaceTool(workspace)
+            self.listed.append(self.workspace_tool.definition)
+
+    async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self.listed)
+
+    async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = params.arguments
+        if params.name == TOOL_NAME:
+            if _size(arguments) > OFFLOAD_HITS:
+                return await in_worker(answer, arguments)
+            return answer(arguments)
+        if self.workspace_tool is not None and params.name == self.workspace_tool.name:
+            result: types.CallToolResult = await in_worker(self.workspace_tool.answer, arguments)
+            return result
+        names = " and ".join(repr(tool.name) for tool in self.listed)
+        message = f"Unknown tool: {params.name!r}; this server has {names}"
+        raise MCPError(code=types.INVALID_PARAMS, message=message)
+
+
+def build_server(workspace: str | None = None) -> Server[Any]:
+    """A fresh low-level Server offering the tool (and the workspace tool, given a workspace)."""
+    tools = Tools(workspace)
     return Server(
         "codescout",
         version=__version__,
         title="codescout",
         description="Ranks code-search hits by matches and recency.",
         instructions=INSTRUCTIONS,
-        on_list_tools=_list_tools,
-        on_call_tool=_call_tool,
+        cache_hints={"tools/list": TOOLS_LIST_CACHE},
+        on_list_tools=tools.list_tools,
+        on_call_tool=tools.call_tool,
     )
-
-
-async def _serve_stdio() -> None:
-    server = build_server()
-    async with stdio_server() as (stdin, stdout), anyio.create_task_group() as tasks:
-        tasks.start_soon(_stop_on_signal, tasks.cancel_scope)
-        to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception]()
-        server_writes, from_server = anyio.create_memory_object_stream[SessionMessage]()
-        unanswered = _Unanswered()
-        tasks.start_soon(_relay_requests, stdin, to_server, unanswered)
-        tasks.start_soon(_relay_answers, from_server, stdout, unanswered)
-        await server.run(server_reads, server_writes, server.create_initialization_options())
-        tasks.cancel_scope.cancel()
-
-
-# The SDK's loop stops serving as soon as its input ends, dropping answers still being
-# worked on, so `printf '...' | codescout mcp` would lose the last replies. The relays below
-# hold the end of input back until every request read so far has been answered.
-_DRAIN_SECONDS: Final = 60.0
-
-
-class _Unanswered:
-    """Request ids read from the client that have no response written yet."""
-
-    def __init__(self) -> None:
-        self.ids: dict[types.RequestId, int] = {}
-        self.input_ended = False
-        self.drained = anyio.Event()
-
-    def add(self, request_id: types.RequestId) -> None:
-        self.ids[request_id] = self.ids.get(request_id, 0) + 1
-
-    def discard(self, request_id: types.RequestId) -> None:
-        left = self.ids.pop(request_id, 0) - 1
-        if left > 0:
-            self.ids[request_id] = left
-        if self.input_ended and not self.ids:
-            self.drained.set()
-
-
-async def _relay_requests(stdin: Any, to_server: Any, unanswered: _Unanswered) -> None:
-    async with to_server:
-        async for item in stdin:
-            if isinstance(item, SessionMessage):
-                message = item.message
-                if isinstance(message, types.JSONRPCRequest):
-                    unanswered.add(message.id)
-                elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
-                    # A cancelled request may never be answered; do not wait for it.
-                    unanswered.discard((message.params or {}).get("requestId", ""))
-            await to_server.send(item)
-        unanswered.input_ended = True
-        if unanswered.ids:
-            with anyio.move_on_after(_DRAIN_SECONDS):
-                await unanswered.drained.wait()
-
-
-async def _relay_answers(from_server: Any, stdout: Any, unanswered: _Unanswered) -> None:
-    async with from_server, stdout:
-        async for item in from_server:
-            await stdout.send(item)
-            message = item.message
-            if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) and message.id is not None:
-                unanswered.discard(message.id)
-
-
-async def _stop_on_signal(scope: anyio.CancelScope) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async for signum in signals:
-            logger.info("received %s, stopping", signal.Signals(signum).name)
-            scope.cancel()
-            return
 
 
 def configure_logging(level: str) -> None:
@@ -170,13 +175,3 @@ def configure_logging(level: str) -> None:
         level=level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-
-
-def serve(*, log_level: str = "warning") -> int:
-    """Serve MCP over stdio until stdin closes or a signal arrives; return the exit status."""
-    configure_logging(log_level)
-    try:
-        anyio.run(_serve_stdio)
-    except KeyboardInterrupt:  # a second Ctrl-C while stopping
-        return 130
-    return 0

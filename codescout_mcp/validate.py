@@ -4,19 +4,21 @@ Two engines read the one hand-written schema in `contract.py`:
 
 * the accept path is Python source compiled from that schema when this module loads (a
   type test and a comparison per field, duplicates found in the same pass), so a million
-  valid hits cost well under a second and `jsonschema` is never imported;
-* when that path refuses, `jsonschema` checks the offending part and the error is
-  described from what it reports, choosing the first offending location in the input's
-  own order.
+  valid hits cost well under a second and `jsonschema` is never imported. It accepts only
+  the exact types JSON parsing produces (dict, list, str, int, float);
+* anything else (a refusal, or values of other types handed in through the Python API) is
+  first copied into plain JSON values, field by field as the contract reads them, and
+  checked again; when that refuses, `jsonschema` checks the offending part and the error is
+  described from what it reports, choosing the first offending location in input order.
 
-The tests check that both engines give the same verdict on generated inputs.
+Both engines therefore judge the same plain values, and the ranking ranks those values.
 """
 
 from __future__ import annotations
 
 import json
 
-from codescout_mcp.contract import DEFAULT_LIMIT, INPUT_SCHEMA, MAX_INTEGER_DIGITS
+from codescout_mcp.contract import INPUT_SCHEMA, MAX_EXACT_FLOAT, MAX_INTEGER_DIGITS
 
 # Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
 TYPE_CHECKING = False
@@ -29,7 +31,10 @@ if TYPE_CHECKING:
 _ANNOTATIONS: Final = frozenset({"$schema", "description", "title", "default"})
 _KEYWORDS: Final = frozenset({"type", "properties", "required", "minimum", "minLength", "minItems", "items"})
 
-_HUGE: Final = 10**MAX_INTEGER_DIGITS
+# The smallest integer with more than MAX_INTEGER_DIGITS digits. Plain copies hold any
+# integer at least this large (in magnitude) as exactly this value, so no error message
+# ever has to turn an integer of thousands of digits into text.
+HUGE: Final = 10**MAX_INTEGER_DIGITS
 _UNIQUE_FIELD: Final = "path"
 ROOT: Final = "arguments"
 
@@ -41,6 +46,13 @@ class InvalidArguments(ValueError):
         super().__init__(f"{location}: {message}")
         self.location = location
         self.message = message
+
+
+class OversizedInteger(int):
+    """An integer literal too long to convert, as a JSON reader stands it in: +-HUGE."""
+
+    def __new__(cls, negative: bool) -> OversizedInteger:
+        return super().__new__(cls, -HUGE if negative else HUGE)
 
 
 class Arguments:
@@ -56,15 +68,86 @@ class Arguments:
         self.has_integral_floats = has_integral_floats
 
 
-def validate(arguments: object) -> Arguments:
-    """Return the checked arguments, or raise InvalidArguments for the first violation."""
-    if _top_level_ok(arguments):
-        assert isinstance(arguments, dict)
+class Checker:
+    """Both engines for one tool's input schema: `{"hits": [{...}], "limit": N}` in shape.
+
+    The schema is an object whose `hits` is a non-empty array of objects, each with a
+    unique `path`; every other field is a string, an integer or (at the top) `limit`.
+    """
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema = schema
+        self.item_schema: dict[str, Any] = schema["properties"]["hits"]["items"]
+        self.top_level_schema = _without_items(schema)
+        self.integer_fields = tuple(
+            name for name, sub in self.item_schema["properties"].items() if sub["type"] == "integer"
+        )
+        self.default_limit: int = schema["properties"]["limit"]["default"]
+        self._top_level_ok = _build_top_level_check(self.top_level_schema)
+        self._scan_hits = _build_hit_scanner(self.item_schema)
+
+    def validate(self, arguments: object) -> Arguments:
+        """Return the checked arguments, or raise InvalidArguments for the first violation."""
+        accepted = self._accept(arguments)
+        if accepted is not None:
+            return accepted
+        plain = _plain(arguments, self.schema)
+        if plain is not arguments:
+            accepted = self._accept(plain)
+            if accepted is not None:
+                return accepted
+        problem = min(self._problems(plain), key=lambda p: p.order, default=None)
+        if problem is None:  # pragma: no cover - the tests hold the two engines to one verdict
+            raise AssertionError("the compiled checker refused arguments that jsonschema and the rules accept")
+        raise InvalidArguments(format_location(problem.path), problem.message)
+
+    def _accept(self, arguments: object) -> Arguments | None:
+        if not self._top_level_ok(arguments):
+            return None
+        assert type(arguments) is dict
         hits = arguments["hits"]
-        bad, floats = _scan_hits(hits)
-        if bad < 0:
-            return Arguments(hits, arguments.get("limit", DEFAULT_LIMIT), floats)
-    return _validate_slowly(arguments)
+        bad, floats = self._scan_hits(hits)
+        if bad >= 0:
+            return None
+        limit = arguments.get("limit", self.default_limit)
+        return Arguments(hits, int(limit), floats)
+
+    def _problems(self, arguments: object) -> Iterator[_Problem]:
+        """Every violation in plain arguments that the compiled path refused (one bad hit at most)."""
+        from jsonschema import Draft202012Validator
+
+        if type(arguments) is not dict:
+            yield _Problem((), (), f"expected an object, got {_show(arguments)}")
+            return
+        top = Draft202012Validator(self.top_level_schema)
+        yield from _from_jsonschema(top.iter_errors(arguments), arguments, self.top_level_schema, (), ())
+        if "limit" in arguments:
+            yield from _integer_rules(arguments, "limit", self.top_level_schema, (), ())
+        hits = arguments.get("hits")
+        if type(hits) is not list or not hits:
+            return
+        index, _ = self._scan_hits(hits)
+        if index < 0:
+            return
+        hit = hits[index]
+        base: Path = ("hits", index)
+        base_order = (_key_order(arguments, "hits"), index)
+        items = Draft202012Validator(self.item_schema)
+        yield from _from_jsonschema(items.iter_errors(hit), hit, self.item_schema, base, base_order)
+        if type(hit) is not dict:
+            return
+        for name in self.integer_fields:
+            if name in hit:
+                yield from _integer_rules(hit, name, self.item_schema, base, base_order)
+        path = hit.get(_UNIQUE_FIELD)
+        if type(path) is str:
+            first = next((k for k in range(index) if _path_of(hits[k]) == path), None)
+            if first is not None:
+                yield _Problem(
+                    (*base_order, _key_order(hit, _UNIQUE_FIELD)),
+                    (*base, _UNIQUE_FIELD),
+                    f"duplicate path {_show(path)}, first given at {format_location(('hits', first))}",
+                )
 
 
 # --- the accept path, compiled from the schema -------------------------------------------
@@ -80,25 +163,23 @@ def _value_lines(schema: dict[str, Any], var: str, fail: str, where: str) -> lis
     """Statements that run `fail` unless `var` holds a value of a scalar or array field."""
     _check_keywords(schema, where)
     kind = schema["type"]
-    # Each test tries the exact built-in type first (one cheap check for JSON-parsed data)
-    # and then isinstance, so subclasses passed through the Python API get jsonschema's verdict.
     if kind == "string":
-        cond = f"(type({var}) is str or isinstance({var}, str))"
+        cond = f"type({var}) is str"
         if "minLength" in schema:
             cond += f" and len({var}) >= {int(schema['minLength'])}"
         return [f"if not ({cond}): {fail}"]
     if kind == "integer":
-        low = int(schema.get("minimum", -_HUGE))
-        # Integral floats (3.0) are valid but rare: they leave the fast test and set a flag.
+        low = int(schema.get("minimum", -HUGE))
+        # Integral floats (3.0) are valid up to 2**53 but rare: they leave the fast test and
+        # set a flag. (A NaN fails `is_integer`, an infinity fails it too.)
         return [
             f"if not (type({var}) is int and {low} <= {var} < _HUGE):",
-            f"    if isinstance({var}, float) and {var}.is_integer() and {var} >= {low}: floats = True",
-            f"    elif not (isinstance({var}, int) and not isinstance({var}, bool) and {low} <= {var} < _HUGE):",
-            f"        {fail}",
+            f"    if type({var}) is float and {var}.is_integer() and {low} <= {var} and -_EXACT <= {var} <= _EXACT:",
+            "        floats = True",
+            f"    else: {fail}",
         ]
     if kind == "array":
-        cond = f"(type({var}) is list or isinstance({var}, list))"
-        return [f"if not ({cond} and len({var}) >= {int(schema.get('minItems', 0))}): {fail}"]
+        return [f"if not (type({var}) is list and len({var}) >= {int(schema.get('minItems', 0))}): {fail}"]
     raise NotImplementedError(f"{where}: the compiled checker has no rule for type {kind!r}")
 
 
@@ -107,7 +188,7 @@ def _object_lines(schema: dict[str, Any], var: str, fail: str, where: str, *, un
     _check_keywords(schema, where)
     if schema["type"] != "object":
         raise NotImplementedError(f"{where}: expected an object schema")
-    lines = [f"if type({var}) is not dict and not isinstance({var}, dict): {fail}"]
+    lines = [f"if type({var}) is not dict: {fail}"]
     required = set(schema.get("required", ()))
     for name, sub in schema["properties"].items():
         lines.append(f"v = {var}.get({name!r}, _ABSENT)")
@@ -122,18 +203,17 @@ def _object_lines(schema: dict[str, Any], var: str, fail: str, where: str, *, un
 
 
 def _compile(source: str, name: str) -> Callable[..., Any]:
-    namespace: dict[str, Any] = {"_ABSENT": _ABSENT, "_HUGE": _HUGE}
+    namespace: dict[str, Any] = {"_ABSENT": _ABSENT, "_HUGE": HUGE, "_EXACT": MAX_EXACT_FLOAT}
     exec(compile(source, f"<codescout compiled {name}>", "exec"), namespace)
     function: Callable[..., Any] = namespace[name]
     return function
 
 
 def _build_top_level_check(schema: dict[str, Any]) -> Callable[[object], bool]:
-    # Integral floats in `limit` are left to the slow path: it is one value, not a million.
     body = _object_lines(schema, "args", "return False", ROOT)
     source = "def top_level_ok(args):\n    floats = False\n"
     source += "".join(f"    {line}\n" for line in body)
-    source += "    return not floats\n"
+    source += "    return True\n"
     check: Callable[[object], bool] = _compile(source, "top_level_ok")
     return check
 
@@ -168,25 +248,59 @@ def _without_items(schema: dict[str, Any]) -> dict[str, Any]:
     return shallow
 
 
-_ITEM_SCHEMA: Final[dict[str, Any]] = INPUT_SCHEMA["properties"]["hits"]["items"]
-_TOP_LEVEL_SCHEMA: Final[dict[str, Any]] = _without_items(INPUT_SCHEMA)
-_INTEGER_FIELDS: Final = tuple(k for k, v in _ITEM_SCHEMA["properties"].items() if v["type"] == "integer")
-_top_level_ok: Final = _build_top_level_check(_TOP_LEVEL_SCHEMA)
-_scan_hits: Final = _build_hit_scanner(_ITEM_SCHEMA)
+# --- plain copies: what both engines judge when the input is not plain JSON values ---------
 
 
-def fast_verdict(arguments: object) -> bool:
-    """The compiled path's verdict alone (for the tests that hold it to jsonschema's)."""
-    if not isinstance(arguments, dict):
-        return False
-    # The top-level check leaves integral floats in `limit` to the slow path; count them valid.
-    top = {**arguments, "limit": _integral(arguments.get("limit", DEFAULT_LIMIT))}
-    return _top_level_ok(top) and _scan_hits(arguments["hits"])[0] < 0
+def plain_arguments(arguments: object, schema: dict[str, Any] = INPUT_SCHEMA) -> object:
+    """The arguments with every field the contract reads copied into a plain JSON value.
+
+    Subclasses of dict, list, str, int and float are read through their base type's own
+    storage, never through methods they override, so a `get` or `__eq__` of their own
+    cannot show one engine a value the other does not see. Integers of more than
+    MAX_INTEGER_DIGITS digits become +-HUGE. Fields the contract does not read are kept
+    as they are (they are ignored). Values of other types are kept: they fail the type test.
+    """
+    return _plain(arguments, schema)
 
 
-def _integral(value: object) -> object:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
+def _plain(value: object, schema: dict[str, Any]) -> object:
+    kind = schema.get("type")
+    if kind == "object" and isinstance(value, dict):
+        properties: dict[str, Any] = schema["properties"]
+        copy: dict[Any, Any] = {}
+        for key, item in dict.items(value):
+            name = str.__str__(key) if isinstance(key, str) else key
+            sub = properties.get(name) if type(name) is str else None
+            copy[name] = item if sub is None else _plain(item, sub)
+        return copy
+    if kind == "array" and isinstance(value, list):
+        items: dict[str, Any] = schema["items"]
+        return [_plain(item, items) for item in list.__iter__(value)]
+    return plain_scalar(value)
+
+
+def plain_scalar(value: object) -> object:
+    """A str, int or float (of any subclass) as the exact built-in type; huge integers clamped."""
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        number = int.__index__(value)
+        if number >= HUGE:
+            return HUGE
+        if number <= -HUGE:
+            return -HUGE
+        return number
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    # A container where the contract wants a scalar is refused for its type alone; a small
+    # stand-in of the same type and emptiness keeps jsonschema from printing what is inside
+    # (integers too long to print, or nesting too deep to print).
+    if isinstance(value, list):
+        return [None] if list.__len__(value) else []
+    if isinstance(value, dict):
+        return {"": None} if dict.__len__(value) else {}
     return value
 
 
@@ -204,55 +318,28 @@ class _Problem:
         self.message = message
 
 
-def _validate_slowly(arguments: object) -> Arguments:
-    problem = min(_problems(arguments), key=lambda p: p.order, default=None)
-    if problem is not None:
-        raise InvalidArguments(format_location(problem.path), problem.message)
-    assert isinstance(arguments, dict)
-    hits = arguments["hits"]
-    index, floats = _scan_hits(hits)
-    if index >= 0:  # pragma: no cover - the tests hold the two engines to one verdict
-        raise AssertionError(f"the compiled checker refused hits[{index}] but jsonschema accepted it")
-    return Arguments(hits, int(arguments.get("limit", DEFAULT_LIMIT)), floats)
+def _path_of(hit: object) -> object:
+    return hit.get(_UNIQUE_FIELD) if type(hit) is dict else None
 
 
-def _problems(arguments: object) -> Iterator[_Problem]:
-    from jsonschema import Draft202012Validator
-
-    if not isinstance(arguments, dict):
-        yield _Problem((), (), f"expected an object, got {_show(arguments)}")
-        return
-    top = Draft202012Validator(_TOP_LEVEL_SCHEMA)
-    yield from _from_jsonschema(top.iter_errors(arguments), arguments, _TOP_LEVEL_SCHEMA, (), ())
-    limit = arguments.get("limit")
-    if isinstance(limit, int) and not isinstance(limit, bool) and limit >= _HUGE:
-        yield _too_large(arguments, ("limit",), ())
-    hits = arguments.get("hits")
-    if not isinstance(hits, list) or not hits:
-        return
-    index, _ = _scan_hits(hits)
-    if index < 0:
-        return
-    hit = hits[index]
-    base: Path = ("hits", index)
-    base_order = (_key_order(arguments, "hits"), index)
-    items = Draft202012Validator(_ITEM_SCHEMA)
-    yield from _from_jsonschema(items.iter_errors(hit), hit, _ITEM_SCHEMA, base, base_order)
-    if not isinstance(hit, dict):
-        return
-    for name in _INTEGER_FIELDS:
-        value = hit.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= _HUGE:
-            yield _too_large(hit, (*base, name), base_order)
-    path = hit.get(_UNIQUE_FIELD)
-    if isinstance(path, str):
-        first = next((k for k in range(index) if hits[k][_UNIQUE_FIELD] == path), None)
-        if first is not None:
-            yield _Problem(
-                (*base_order, _key_order(hit, _UNIQUE_FIELD)),
-                (*base, _UNIQUE_FIELD),
-                f"duplicate path {_show(path)}, first given at {format_location(('hits', first))}",
-            )
+def _integer_rules(
+    container: dict[str, Any], name: str, parent: dict[str, Any], base: Path, base_order: tuple[int, ...]
+) -> Iterator[_Problem]:
+    """The two integer rules a schema cannot say: at most 4000 digits, floats exact (<= 2**53)."""
+    value = container[name]
+    order = (*base_order, _key_order(container, name))
+    if type(value) is int and value >= HUGE:
+        message = f"expected an integer of at most {MAX_INTEGER_DIGITS} digits, got a larger one"
+        yield _Problem(order, (*base, name), message)
+    elif type(value) is float and value.is_integer() and abs(value) > MAX_EXACT_FLOAT:
+        schema = parent["properties"][name]
+        required = name in parent.get("required", ())
+        yield _Problem(
+            order,
+            (*base, name),
+            f"expected {_describe(schema, required=required)}, got {_show(value)} "
+            "(write integers beyond 2**53 without a fraction or exponent)",
+        )
 
 
 def _from_jsonschema(
@@ -279,14 +366,6 @@ def _from_jsonschema(
         else:  # pragma: no cover - the schema uses no other keyword
             message = error.message
         yield _Problem(order, (*base, *rel), message)
-
-
-def _too_large(container: dict[str, Any], path: Path, base_order: tuple[int, ...]) -> _Problem:
-    return _Problem(
-        (*base_order, _key_order(container, path[-1])),
-        path,
-        f"expected an integer of at most {MAX_INTEGER_DIGITS} digits, got a larger one",
-    )
 
 
 def _key_order(obj: dict[str, Any], key: str | int) -> int:
@@ -335,7 +414,7 @@ def _describe(schema: dict[str, Any], *, required: bool) -> str:
     return text if required else f"{text} (or leave the field out)"
 
 
-_SHOW_LIMIT: Final = 60
+SHOW_LIMIT: Final = 60
 
 
 def _show(value: object) -> str:
@@ -345,7 +424,11 @@ def _show(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
-        text = str(value) if value.bit_length() < 3 * MAX_INTEGER_DIGITS else "a very large integer"
+        if value >= HUGE:
+            return "a very large integer"
+        if value <= -HUGE:
+            return "a very large negative integer"
+        text = str(value)
     elif isinstance(value, float):
         text = repr(value) if value == value and abs(value) != float("inf") else "a number out of range"
     elif isinstance(value, str):
@@ -356,7 +439,7 @@ def _show(value: object) -> str:
         return "an object"
     else:
         return f"a Python {type(value).__name__}"
-    return text if len(text) <= _SHOW_LIMIT else text[: _SHOW_LIMIT - 1] + "\u2026"
+    return text if len(text) <= SHOW_LIMIT else text[: SHOW_LIMIT - 1] + "\u2026"
 
 
 def format_location(path: Path) -> str:
@@ -365,3 +448,11 @@ def format_location(path: Path) -> str:
     for step in path:
         text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else step)
     return text or ROOT
+
+
+RANK_CHECKER: Final = Checker(INPUT_SCHEMA)
+
+
+def validate(arguments: object) -> Arguments:
+    """Check `rank_search_results` arguments: the checked hits, or InvalidArguments."""
+    return RANK_CHECKER.validate(arguments)

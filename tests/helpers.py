@@ -1,4 +1,8 @@
-"""Shared helpers for the tests: the installed entry point, the vectors, a reference ranking."""
+"""Shared helpers for the tests: the installed entry points, the vectors, independent oracles.
+
+The oracles here (`reference_rank`, `reference_verdict`) are written from SPEC.md alone and
+import nothing from the package, so that a mistake in the package cannot hide in them.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from codescout_mcp.ranking import JS_WHITESPACE
-
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS_DIR = Path(__file__).resolve().parent / "vectors"
 EXAMPLE = ROOT / "examples" / "args.json"
 SPEC_KEYS = ["path", "matches", "last_modified_days", "owner", "score", "rank"]
+BIN = Path(sys.executable).parent
 
 # What examples/args.json (the brief's worked example) must rank to, pinned by hand.
 EXAMPLE_RESULT = {
@@ -41,12 +44,17 @@ EXAMPLE_RESULT = {
 }
 
 
+def installed(name: str) -> str:
+    """A console script installed beside the running interpreter."""
+    exe = BIN / (f"{name}.exe" if os.name == "nt" else name)
+    if not exe.exists():
+        raise RuntimeError(f"{name} is not installed beside {sys.executable}; run pip install -e .[test]")
+    return str(exe)
+
+
 def codescout_exe() -> str:
     """The `codescout` console script installed beside the running interpreter."""
-    exe = Path(sys.executable).parent / ("codescout.exe" if os.name == "nt" else "codescout")
-    if not exe.exists():
-        raise RuntimeError(f"codescout is not installed beside {sys.executable}; run pip install -e .[test]")
-    return str(exe)
+    return installed("codescout")
 
 
 def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
@@ -70,6 +78,26 @@ def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+# --- independent oracles --------------------------------------------------------------------
+
+# ECMAScript's WhiteSpace and LineTerminator code points (ECMA-262, String.prototype.trim),
+# listed by number here rather than taken from the package.
+ECMASCRIPT_TRIMMED = frozenset(
+    chr(c)
+    for c in (
+        0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0xA0, 0x1680,
+        *range(0x2000, 0x200B),
+        0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF,
+    )
+)  # fmt: skip
+
+
+def _owner(value: object) -> str | None:
+    if isinstance(value, str) and any(ch not in ECMASCRIPT_TRIMMED for ch in value):
+        return value
+    return None
+
+
 def _utf16_cmp(a: str, b: str) -> int:
     ea = a.encode("utf-16-be", "surrogatepass")
     eb = b.encode("utf-16-be", "surrogatepass")
@@ -89,15 +117,12 @@ def reference_rank(arguments: dict[str, Any]) -> dict[str, Any]:
     for hit in arguments["hits"]:
         matches = int(hit["matches"])
         days = int(hit["last_modified_days"])
-        owner = hit.get("owner")
-        if owner is not None and owner.strip(JS_WHITESPACE) == "":
-            owner = None
         entries.append(
             {
                 "path": hit["path"],
                 "matches": matches,
                 "last_modified_days": days,
-                "owner": owner,
+                "owner": _owner(hit.get("owner")),
                 "score": matches * 100 - days,
             }
         )
@@ -106,3 +131,38 @@ def reference_rank(arguments: dict[str, Any]) -> dict[str, Any]:
     for position, entry in enumerate(kept, 1):
         entry["rank"] = position
     return {"results": kept, "counts": {"hits": len(arguments["hits"]), "returned": len(kept)}}
+
+
+def _is_integer(value: object, low: int) -> bool:
+    """SPEC's integer: an int of at most 4000 digits, or an integral double up to 2**53."""
+    if type(value) is int:
+        return low <= value < 10**4000  # 4000 digits at most
+    if type(value) is float:
+        return value == value and value.is_integer() and abs(value) <= 2**53 and value >= low
+    return False
+
+
+def reference_verdict(arguments: Any) -> bool:
+    """Whether plain arguments keep every rule of SPEC.md (written from the spec alone)."""
+    if type(arguments) is not dict or "hits" not in arguments:
+        return False
+    if "limit" in arguments and not _is_integer(arguments["limit"], 1):
+        return False
+    hits = arguments["hits"]
+    if type(hits) is not list or not hits:
+        return False
+    seen: list[str] = []
+    for hit in hits:
+        if type(hit) is not dict:
+            return False
+        path = hit.get("path")
+        if type(path) is not str or path == "" or path in seen:
+            return False
+        seen.append(path)
+        if "matches" not in hit or not _is_integer(hit["matches"], 1):
+            return False
+        if "last_modified_days" not in hit or not _is_integer(hit["last_modified_days"], 0):
+            return False
+        if "owner" in hit and type(hit["owner"]) is not str:
+            return False
+    return True

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from codescout_mcp import __version__
-from tests.helpers import EXAMPLE, EXAMPLE_RESULT, codescout_exe, run_cli
+from tests.helpers import EXAMPLE, EXAMPLE_RESULT, codescout_exe, installed, run_cli
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess[bytes], status: int, text: str) -> None:
@@ -106,7 +108,22 @@ HOSTILE_FILES: list[tuple[str, bytes, str]] = [
     (
         "thousands_of_digits",
         b'{"hits": [{"path": "a", "matches": ' + b"7" * 5000 + b', "last_modified_days": 0}]}',
-        "a number has more than 4300 digits",
+        "hits[0].matches: expected an integer of at most 4000 digits, got a larger one",
+    ),
+    (
+        "thousands_of_digits_negative",
+        b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": -' + b"7" * 5000 + b"}]}",
+        "hits[0].last_modified_days: expected an integer >= 0, got a very large negative integer",
+    ),
+    (
+        "fraction_beyond_two_to_the_53",
+        b'{"hits": [{"path": "a", "matches": 12345678901234567891.0, "last_modified_days": 0}]}',
+        "hits[0].matches: expected an integer >= 1, got 1.2345678901234567e+19",
+    ),
+    (
+        "exponent_beyond_two_to_the_53",
+        b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}], "limit": 1e17}',
+        "limit: expected an integer >= 1 (or leave the field out), got 1e+17",
     ),
     (
         "huge_exponent",
@@ -178,7 +195,8 @@ def test_duplicate_keys_take_the_last_value_like_json_parse(tmp_path: Path) -> N
     assert json.loads(done.stdout)["results"][0]["score"] == 200
 
 
-def test_reader_closing_the_pipe_early_is_quiet(tmp_path: Path) -> None:
+def test_reader_closing_the_pipe_early_is_quiet_and_not_success(tmp_path: Path) -> None:
+    # 5,000 results are ~700 KB: far more than a pipe holds, so the write cannot complete.
     hits = [{"path": f"src/file_{i:05d}.py", "matches": 1 + i % 7, "last_modified_days": i % 300} for i in range(5000)]
     path = write(tmp_path, json.dumps({"hits": hits, "limit": 5000}))
     proc = subprocess.Popen([codescout_exe(), "rank", "--input", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -187,8 +205,92 @@ def test_reader_closing_the_pipe_early_is_quiet(tmp_path: Path) -> None:
     proc.stdout.close()
     stderr = proc.stderr.read()
     proc.wait(timeout=60)
-    assert b"Traceback" not in stderr and b"Exception" not in stderr
-    assert proc.returncode in (0, 1)
+    assert (proc.returncode, stderr) == (1, b"")
+
+
+def test_a_short_write_into_head_is_exit_status_one(tmp_path: Path) -> None:
+    hits = [{"path": f"src/file_{i:05d}.py", "matches": 1 + i % 7, "last_modified_days": i % 300} for i in range(5000)]
+    path = write(tmp_path, json.dumps({"hits": hits, "limit": 5000}))
+    done = subprocess.run(
+        ["bash", "-c", f'"{codescout_exe()}" rank --input "{path}" | head -c 10 >/dev/null; echo "${{PIPESTATUS[0]}}"'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout == "1\n"
+
+
+def shell(command: str) -> subprocess.CompletedProcess[bytes]:
+    """Run a bash command line with the installed codescout as $CS."""
+    return subprocess.run(
+        ["bash", "-c", command], env={**os.environ, "CS": codescout_exe()}, capture_output=True, timeout=60, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("redirect", "message"),
+    [
+        ("> /dev/full", "codescout: cannot write to stdout: No space left on device\n"),
+        (">&-", "codescout: cannot write the output: stdout is closed\n"),
+    ],
+)
+@pytest.mark.parametrize("command", ["rank --input EXAMPLE", "--version", "--help", "rank --help", "mcp --help"])
+def test_output_that_cannot_be_written_is_one_line_and_exit_one(command: str, redirect: str, message: str) -> None:
+    done = shell(f'"$CS" {command.replace("EXAMPLE", str(EXAMPLE))} {redirect}')
+    assert (done.returncode, done.stdout, done.stderr.decode()) == (1, b"", message)
+
+
+def test_a_closed_stdin_is_an_error_only_for_commands_that_read_it() -> None:
+    done = shell('"$CS" rank --input - <&-')
+    assert (done.returncode, done.stderr) == (1, b"codescout: cannot read stdin: it is closed\n")
+    done = shell('"$CS" hits <&-')
+    assert (done.returncode, done.stderr) == (1, b"codescout: cannot read stdin: it is closed\n")
+    for command in ("--version", "mcp --help", f"rank --input {EXAMPLE}", "hits --help"):
+        done = shell(f'"$CS" {command} <&-')
+        assert (done.returncode, done.stderr) == (0, b""), command
+        assert done.stdout
+
+
+def test_a_closed_stderr_still_gives_the_exit_status() -> None:
+    assert shell('"$CS" rank --input /nonexistent.json 2>&-').returncode == 1
+    assert shell('"$CS" --bogus 2>&-').returncode == 2
+    done = shell(f'"$CS" rank --input {EXAMPLE} 2>&-')
+    assert done.returncode == 0
+    assert json.loads(done.stdout) == EXAMPLE_RESULT
+
+
+def test_an_error_naming_a_file_with_a_newline_stays_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "two\nlines.json"
+    assert_one_line_error(run_cli("rank", "--input", str(missing)), 1, "two\\nlines.json: No such file")
+    bad = tmp_path / "bad\rname.json"
+    bad.write_text("{", encoding="utf-8")
+    assert_one_line_error(run_cli("rank", "--input", str(bad)), 1, "bad\\rname.json: invalid JSON")
+
+
+def test_integer_literals_too_long_to_convert_are_ignored_in_unknown_fields(tmp_path: Path) -> None:
+    big = "9" * 10_000
+    path = write(
+        tmp_path,
+        f'{{"note": {big}, "hits": [{{"path": "a", "matches": 1, "last_modified_days": 0, "x": [-{big}]}}]}}',
+    )
+    done = run_cli("rank", "--input", path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["results"][0]["score"] == 100
+
+
+def test_codescout_mcp_is_codescout_mcp_under_its_own_name() -> None:
+    both = [[codescout_exe(), "mcp"], [installed("codescout-mcp")]]
+    helps = [subprocess.run([*argv, "--help"], capture_output=True, text=True, check=False) for argv in both]
+    assert all(done.returncode == 0 for done in helps)
+    options = [sorted(set(re.findall(r"--[a-z][a-z-]+", done.stdout))) for done in helps]
+    assert options[0] == options[1]
+    assert "--workspace" in options[0] and "--max-message-bytes" in options[0]
+    for argv in both:
+        version = subprocess.run([*argv, "--version"], capture_output=True, text=True, check=False)
+        assert (version.returncode, version.stdout) == (0, f"codescout {__version__}\n")
+        usage = subprocess.run([*argv, "--transport", "pigeon"], capture_output=True, text=True, check=False)
+        assert usage.returncode == 2 and "invalid choice" in usage.stderr and usage.stderr.count("\n") == 1
 
 
 def test_rank_does_not_import_the_mcp_sdk_or_jsonschema() -> None:
@@ -210,7 +312,7 @@ def test_error_path_imports_jsonschema_but_not_the_mcp_sdk(tmp_path: Path) -> No
         "from codescout_mcp.cli import main\n"
         f"status = main(['rank', '--input', {path!r}])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in {'mcp', 'pydantic', 'anyio'})\n"
-        "print(status, heavy, file=sys.stderr)\n"
+        "print(status, heavy, 'jsonschema' in sys.modules, file=sys.stderr)\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
-    assert done.stderr.strip().endswith("1 []")
+    assert done.stderr.splitlines()[-1] == "1 [] True"

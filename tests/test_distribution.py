@@ -23,7 +23,8 @@ from tests.helpers import EXAMPLE, ROOT
 
 SERVER_JSON = json.loads((ROOT / "server.json").read_text(encoding="utf-8"))
 DOCKERFILE = (ROOT / "Dockerfile").read_text(encoding="utf-8")
-REGISTRY_SCHEMA = ROOT.parent / "shared" / "mcp-registry" / "server.schema.json"
+REGISTRY_SCHEMA = ROOT / "tests" / "data" / "server.schema.json"
+DIST = "codescout_mcp"  # the distribution codescout-mcp, as wheel and sdist file names spell it
 BIN = "Scripts" if os.name == "nt" else "bin"
 
 
@@ -121,14 +122,23 @@ def docker_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv
 
 
+def built_wheel(venv: Path) -> Path:
+    (wheel,) = (venv.parent / "dist").glob(f"{DIST}-*.whl")
+    return wheel
+
+
 def test_wheel_holds_the_package_only(docker_install: Path) -> None:
-    (wheel,) = (docker_install.parent / "dist").glob("codescout-*.whl")
-    assert wheel.name == f"codescout-{__version__}-py3-none-any.whl"
+    wheel = built_wheel(docker_install)
+    assert wheel.name == f"{DIST}-{__version__}-py3-none-any.whl"
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
-        metadata = archive.read(f"codescout-{__version__}.dist-info/METADATA").decode()
+        metadata = archive.read(f"{DIST}-{__version__}.dist-info/METADATA").decode()
+        entry_points = archive.read(f"{DIST}-{__version__}.dist-info/entry_points.txt").decode()
     top = {name.split("/")[0] for name in names}
-    assert top == {"codescout_mcp", f"codescout-{__version__}.dist-info"}
+    assert top == {"codescout_mcp", f"{DIST}-{__version__}.dist-info"}
+    assert "Name: codescout-mcp\n" in metadata
+    assert "codescout = codescout_mcp.cli:main" in entry_points
+    assert "codescout-mcp = codescout_mcp.cli:mcp_main" in entry_points
     assert "codescout_mcp/py.typed" in names
     assert "License-Expression: MIT" in metadata
     assert f"mcp-name: {SERVER_JSON['name']}" in metadata
@@ -156,17 +166,23 @@ async def handshake(params: StdioServerParameters) -> dict[str, Any]:
 
 
 @pytest.mark.anyio
-async def test_installed_wheel_serves_mcp_over_stdio(docker_install: Path) -> None:
-    result = await handshake(StdioServerParameters(command=str(docker_install / BIN / "codescout"), args=["mcp"]))
+@pytest.mark.parametrize(
+    "argv", [["codescout", "mcp"], ["codescout-mcp"]], ids=["codescout-mcp-subcommand", "codescout-mcp"]
+)
+async def test_installed_wheel_serves_mcp_over_stdio(docker_install: Path, argv: list[str]) -> None:
+    params = StdioServerParameters(command=str(docker_install / BIN / argv[0]), args=argv[1:])
+    result = await handshake(params)
     assert result["results"][0]["score"] == 1398
 
 
 @pytest.mark.anyio
-async def test_uvx_from_the_checkout_serves_mcp(tmp_path: Path) -> None:
+async def test_uvx_codescout_mcp_from_a_wheel_built_here_serves_a_session(docker_install: Path, tmp_path: Path) -> None:
     uvx = shutil.which("uvx") or str(Path(sys.executable).parent / "uvx")
     # uv needs the machine's index and certificate settings, which stdio_client would drop.
     env = dict(os.environ, UV_CACHE_DIR=str(tmp_path / "uv-cache"))
-    params = StdioServerParameters(command=uvx, args=["--from", str(ROOT), "codescout", "mcp"], env=env)
+    wheel = built_wheel(docker_install)
+    # What `uvx codescout-mcp` runs, with the package taken from this wheel instead of the index.
+    params = StdioServerParameters(command=uvx, args=["--from", str(wheel), "codescout-mcp"], env=env)
     result = await handshake(params)
     assert result["counts"] == {"hits": 3, "returned": 2}
 
@@ -180,10 +196,10 @@ def test_sdist_builds_with_sources_and_tests(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    (sdist,) = tmp_path.glob("codescout-*.tar.gz")
+    (sdist,) = tmp_path.glob(f"{DIST}-*.tar.gz")
     with tarfile.open(sdist) as archive:
         names = archive.getnames()
-    prefix = f"codescout-{__version__}/"
+    prefix = f"{DIST}-{__version__}/"
     for member in ("pyproject.toml", "README.md", "LICENSE", "codescout_mcp/cli.py", "tests/vectors/README.md"):
         assert prefix + member in names
 
@@ -192,10 +208,6 @@ def test_sdist_builds_with_sources_and_tests(tmp_path: Path) -> None:
 
 
 def test_server_json_is_valid_for_the_registry() -> None:
-    if not REGISTRY_SCHEMA.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"the registry schema is missing at {REGISTRY_SCHEMA}")
-        pytest.skip("the shared registry schema is not beside this checkout")  # pragma: no cover
     schema = json.loads(REGISTRY_SCHEMA.read_text(encoding="utf-8"))
     assert SERVER_JSON["$schema"] == schema["$id"]
     jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker()).validate(SERVER_JSON)
@@ -208,9 +220,10 @@ def test_server_json_packages_and_versions_agree() -> None:
     by_type = {p["registryType"]: p for p in SERVER_JSON["packages"]}
     assert set(by_type) == {"pypi", "oci"}
     pypi = by_type["pypi"]
-    assert (pypi["identifier"], pypi["version"], pypi["runtimeHint"]) == ("codescout", __version__, "uvx")
+    # `uvx codescout-mcp`: the package's own command, with no arguments, starts the server.
+    assert (pypi["identifier"], pypi["version"], pypi["runtimeHint"]) == ("codescout-mcp", __version__, "uvx")
     assert pypi["transport"] == {"type": "stdio"}
-    assert [(a["type"], a["value"]) for a in pypi["packageArguments"]] == [("positional", "mcp")]
+    assert "packageArguments" not in pypi
     oci = by_type["oci"]
     assert "version" not in oci
     assert oci["identifier"].rsplit(":", 1)[1] == __version__

@@ -6,80 +6,24 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
+import time
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from codescout_mcp.hits import CodeOwners, HitsError, parse_now, read_match_counts, whole_days
+from codescout_mcp.hits import HitsError, parse_now, read_match_counts, whole_days
+from tests.gitrepo import DAY, NOW, NOW_SECONDS, Repo, env_for, hits_from_rg, hits_of, rg_exe, run
 from tests.helpers import codescout_exe
 
-NOW = "2026-03-01T00:00:00Z"
-NOW_SECONDS = parse_now(NOW)
-DAY = 86_400
-BIN = str(Path(sys.executable).parent)
 
-
-def rg_exe() -> str:
-    found = shutil.which("rg", path=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    if found is None:
-        raise RuntimeError("ripgrep is not installed; pip install -e .[test] brings it")
-    return found
-
-
-def env_for() -> dict[str, str]:
-    # Keep git away from any repository around the temp dirs and from the user's settings.
-    return {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "GIT_CEILING_DIRECTORIES": tempfile.gettempdir(),
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_CONFIG_NOSYSTEM": "1",
-    }
-
-
-class Repo:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        root.mkdir(parents=True, exist_ok=True)
-        self.git("init", "-q", "-b", "main")
-
-    def git(self, *args: str, date: str | None = None) -> None:
-        env = env_for()
-        if date is not None:
-            env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
-        subprocess.run(
-            ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com", *args],
-            cwd=self.root,
-            env=env,
-            check=True,
-            capture_output=True,
-        )
-
-    def write(self, name: str | bytes, text: str) -> Path:
-        path = Path(os.fsdecode(self.root / os.fsdecode(name)))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        return path
-
-    def commit(self, date: str, *names: str) -> None:
-        self.git("add", "--", *names)
-        self.git("commit", "-q", "-m", f"change {' '.join(names)}", date=date)
-
-
-def run(argv: list[str], cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(argv, cwd=cwd, input=stdin, capture_output=True, env=env_for(), check=False)
-
-
-def hits_from_rg(cwd: Path, *rg_args: str, hits_args: tuple[str, ...] = ("--now", NOW)) -> dict[str, Any]:
-    rg = run([rg_exe(), *rg_args], cwd)
-    assert rg.returncode == 0, rg.stderr
-    done = run([codescout_exe(), "hits", *hits_args], cwd, stdin=rg.stdout)
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
+def subcommand(logged: str) -> str:
+    """The git subcommand in a logged git command line (after git's own options)."""
+    words = logged.split()
+    index = 0
+    while words[index].startswith("-"):
+        index += 2 if words[index] == "-c" else 1
+    return words[index]
 
 
 @pytest.fixture
@@ -188,7 +132,7 @@ def test_one_git_process_per_question_not_per_file(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["hits"]) == 120
     calls = log.read_text(encoding="utf-8").splitlines()
-    assert [c.split(" -C ")[1].split()[1] for c in calls] == ["rev-parse", "status", "log"]
+    assert [subcommand(c) for c in calls] == ["rev-parse", "status", "log"]
 
 
 def test_outside_git_uses_file_times_and_no_owners(tmp_path: Path) -> None:
@@ -276,65 +220,7 @@ def test_hits_usage_errors_exit_2(tmp_path: Path, args: tuple[str, ...], text: s
     assert stderr.count("\n") == 1
 
 
-# --- CODEOWNERS, as GitHub reads it ----------------------------------------------------------
-
-
-def owners_for(text: str, paths: list[str]) -> tuple[dict[str, str | None], list[str]]:
-    warnings: list[str] = []
-    table = CodeOwners.parse(text, "CODEOWNERS", warnings.append)
-    return {p: table.owner_of(p) for p in paths}, warnings
-
-
-def test_codeowners_last_matching_rule_wins() -> None:
-    owners, _ = owners_for("*.js @js\n/src/ @src\n", ["src/a.js", "lib/a.js", "src/a.py"])
-    assert owners == {"src/a.js": "@src", "lib/a.js": "@js", "src/a.py": "@src"}
-    owners, _ = owners_for("/src/ @src\n*.js @js\n", ["src/a.js"])
-    assert owners == {"src/a.js": "@js"}
-
-
-def test_codeowners_directory_patterns() -> None:
-    text = "/build/logs/ @logs\napps/ @apps\n**/cache @cache\n"
-    paths = ["build/logs/a.txt", "x/build/logs/a.txt", "apps/x.py", "deep/apps/y.py", "a/b/cache/z", "cache/q"]
-    owners, _ = owners_for(text, paths)
-    assert owners == {
-        "build/logs/a.txt": "@logs",
-        "x/build/logs/a.txt": None,
-        "apps/x.py": "@apps",
-        "deep/apps/y.py": "@apps",
-        "a/b/cache/z": "@cache",
-        "cache/q": "@cache",
-    }
-
-
-def test_codeowners_single_star_stays_in_its_folder_double_star_does_not() -> None:
-    owners, _ = owners_for("docs/* @docs\nsrc/** @src\n", ["docs/a.md", "docs/sub/b.md", "src/a", "src/x/y/z"])
-    assert owners == {"docs/a.md": "@docs", "docs/sub/b.md": None, "src/a": "@src", "src/x/y/z": "@src"}
-    owners, _ = owners_for("* @all\n", ["a", "b/c/d"])
-    assert owners == {"a": "@all", "b/c/d": "@all"}
-
-
-def test_codeowners_rule_without_owners_unowns() -> None:
-    owners, _ = owners_for("* @all\n/apps/ @apps\n/apps/github\n", ["apps/x", "apps/github/y", "z"])
-    assert owners == {"apps/x": "@apps", "apps/github/y": None, "z": "@all"}
-
-
-def test_codeowners_several_owners_comments_escapes_and_case() -> None:
-    text = "# comment\n\n*.md   @a   @org/team-x  user@example.com  # trailing comment\nmy\\ notes.txt @n\n"
-    owners, warnings = owners_for(text, ["README.md", "my notes.txt", "README.MD"])
-    assert owners == {"README.md": "@a @org/team-x user@example.com", "my notes.txt": "@n", "README.MD": None}
-    assert warnings == []
-
-
-def test_codeowners_unsupported_lines_warn_once_each_and_are_skipped() -> None:
-    text = "* @all\n!secret.txt\n[ab].py @ranges\n\\#hash @h\nsrc/ not-an-owner\n*.py @py\n"
-    owners, warnings = owners_for(text, ["secret.txt", "a.py", "src/x"])
-    assert owners == {"secret.txt": "@all", "a.py": "@py", "src/x": "@all"}
-    assert warnings == [
-        "CODEOWNERS:2: negation (!) is not supported in CODEOWNERS; line skipped",
-        "CODEOWNERS:3: character ranges ([...]) are not supported in CODEOWNERS; line skipped",
-        "CODEOWNERS:4: escaping # is not supported in CODEOWNERS; line skipped",
-        "CODEOWNERS:5: 'not-an-owner' is not a @user, @org/team or email owner; line skipped",
-    ]
+# --- CODEOWNERS files in a repository (the rules themselves: test_codeowners.py) ----------
 
 
 def test_codeowners_file_locations_first_found_wins(tmp_path: Path) -> None:
@@ -392,3 +278,320 @@ def test_multiple_submatches_on_one_line_all_count() -> None:
     assert read_match_counts(stream, "t") == {"a.py": 4}
     with pytest.raises(HitsError):
         read_match_counts(b"  \n\n", "t")
+
+
+# --- ages on real histories -------------------------------------------------------------------
+
+
+def rg_counts(*paths: str) -> bytes:
+    return b"".join(f"{path}:1\n".encode() for path in paths)
+
+
+def test_a_change_made_in_a_merge_counts_at_the_merge(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "merges")
+    r.write("a.txt", "one\n")
+    r.write("b.txt", "one\n")
+    r.write("c.txt", "one\n")
+    r.commit("2020-01-01T00:00:00Z", "a.txt", "b.txt", "c.txt")
+    r.git("checkout", "-q", "-b", "side")
+    r.write("b.txt", "side\n")  # brought in by merging the branch
+    r.write("a.txt", "side\n")
+    r.commit("2021-01-01T00:00:00Z", "a.txt", "b.txt")
+    r.git("checkout", "-q", "main")
+    r.write("a.txt", "main\n")
+    r.commit("2022-01-01T00:00:00Z", "a.txt")
+    r.git("merge", "-q", "--no-ff", "side", "-m", "merge", date="2026-02-01T00:00:00Z", check=False)
+    r.write("a.txt", "resolved\n")  # the conflict, resolved in the merge commit
+    r.git("add", "a.txt")
+    r.git("commit", "-q", "--no-edit", date="2026-02-01T00:00:00Z")
+    days = {h["path"]: h["last_modified_days"] for h in hits_of_repo(r, "a.txt", "b.txt", "c.txt")}
+    assert days == {"a.txt": 28, "b.txt": 28, "c.txt": 2251}
+
+
+def hits_of_repo(r: Repo, *paths: str) -> list[dict[str, object]]:
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=rg_counts(*paths))
+    assert done.returncode == 0, done.stderr
+    hits: list[dict[str, object]] = json.loads(done.stdout)["hits"]
+    return hits
+
+
+def test_a_file_s_age_never_depends_on_which_other_files_are_asked_about(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "clock")
+    r.write("old.txt", "1\n")
+    r.write("other.txt", "1\n")
+    r.commit("2021-01-01T00:00:00Z", "old.txt", "other.txt")
+    r.write("old.txt", "2\n")
+    r.commit("2026-02-01T00:00:00Z", "old.txt")
+    r.write("other.txt", "2\n")
+    r.commit("2020-12-01T00:00:00Z", "other.txt")  # a commit dated before its parent
+    alone = hits_of_repo(r, "old.txt")
+    together = hits_of_repo(r, "old.txt", "other.txt")
+    assert alone[0]["last_modified_days"] == 28
+    assert together == [
+        {"path": "old.txt", "matches": 1, "last_modified_days": 28},
+        {"path": "other.txt", "matches": 1, "last_modified_days": 1916},
+    ]
+
+
+def test_ages_come_from_the_committer_date_not_the_author_date(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "dates")
+    r.write("a.txt", "1\n")
+    r.commit("2026-02-20T00:00:00Z", "a.txt", author_date="2019-05-05T00:00:00Z")
+    assert hits_of_repo(r, "a.txt")[0]["last_modified_days"] == 9
+
+
+def test_days_are_counted_from_now_when_no_now_is_given(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "today")
+    r.write("a.txt", "1\n")
+    r.write("b.txt", "1\n")
+    ten_days_ago = datetime.fromtimestamp(time.time() - 10 * DAY - 3600, timezone.utc).isoformat()
+    r.commit(ten_days_ago, "a.txt", "b.txt")
+    os.utime(r.write("c.txt", "new\n"), (time.time() - 3 * DAY - 60,) * 2)  # untracked
+    done = run([codescout_exe(), "hits"], r.root, stdin=rg_counts("a.txt", "c.txt"))
+    assert done.returncode == 0, done.stderr
+    assert [h["last_modified_days"] for h in json.loads(done.stdout)["hits"]] == [10, 3]
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/Los_Angeles", "Asia/Kolkata", "Pacific/Kiritimati"])
+def test_now_without_a_zone_means_utc_on_any_machine(tmp_path: Path, zone: str) -> None:
+    r = Repo(tmp_path / "zones")
+    r.write("a.txt", "1\n")
+    r.commit("2026-02-28T23:30:00Z", "a.txt")
+    for now, days in (("2026-03-01T23:29:59", 0), ("2026-03-01T23:30:00", 1)):
+        done = run([codescout_exe(), "hits", "--now", now], r.root, stdin=rg_counts("a.txt"), env=env_for(TZ=zone))
+        assert json.loads(done.stdout)["hits"][0]["last_modified_days"] == days, (zone, now)
+
+
+def test_uncommitted_changes_are_today_and_untracked_files_use_their_time(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "dirty")
+    for name in ("a", "b", "c", "d"):
+        r.write(name, "1\n")
+    r.commit("2025-01-01T00:00:00Z", "a", "b", "c", "d")
+    r.write("a", "changed\n")
+    r.write("b", "staged\n")
+    r.git("add", "b")
+    os.utime(r.write("e", "untracked\n"), (NOW_SECONDS - 4 * DAY,) * 2)
+    os.utime(r.write("f", "untracked\n"), (NOW_SECONDS - 7 * DAY,) * 2)
+    hits = hits_of_repo(r, "a", "b", "c", "d", "e", "f")
+    assert [(h["path"], h["last_modified_days"]) for h in hits] == [
+        ("a", 0), ("b", 0), ("c", 424), ("d", 424), ("e", 4), ("f", 7)
+    ]  # fmt: skip
+
+
+def test_a_long_history_is_read_past_64_kib_of_log(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "long")
+    names = [f"dir_{i:04d}/a_rather_long_file_name_to_fill_the_log_{i:04d}.txt" for i in range(2000)]
+    for name in names:
+        r.write(name, "x\n")
+    r.commit("2025-01-01T00:00:00Z", *names[:1000])
+    r.commit("2026-01-01T00:00:00Z", *names[1000:])
+    hits = hits_of_repo(r, names[0], names[-1])
+    assert [h["last_modified_days"] for h in hits] == [424, 59]
+
+
+def test_a_file_that_vanished_is_left_out_with_a_warning(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "gone")
+    r.write("a.txt", "1\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=rg_counts("a.txt", "gone.txt"))
+    assert done.returncode == 0
+    assert (
+        done.stderr
+        == b"codescout: warning: gone.txt: left out, cannot read its modification time (No such file or directory)\n"
+    )
+    assert [h["path"] for h in json.loads(done.stdout)["hits"]] == ["a.txt"]
+
+
+def test_a_shallow_clone_says_so_and_dates_older_files_at_its_boundary(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "deep")
+    r.write("old.txt", "1\n")
+    r.write("new.txt", "1\n")
+    r.commit("2020-01-01T00:00:00Z", "old.txt", "new.txt")
+    r.write("mid.txt", "1\n")
+    r.commit("2025-12-01T00:00:00Z", "mid.txt")
+    r.write("new.txt", "2\n")
+    r.commit("2026-02-01T00:00:00Z", "new.txt")
+    clone = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{r.root}", str(clone)], env=env_for(), check=True)
+    done = run([codescout_exe(), "hits", "--now", NOW], clone, stdin=rg_counts("old.txt", "mid.txt", "new.txt"))
+    assert done.returncode == 0, done.stderr
+    assert [(h["path"], h["last_modified_days"]) for h in json.loads(done.stdout)["hits"]] == [
+        ("mid.txt", 90), ("new.txt", 28), ("old.txt", 90)
+    ]  # fmt: skip
+    assert done.stderr.decode() == (
+        "codescout: warning: this is a shallow clone: history before 2025-12-01 (its oldest commit here) is "
+        "missing, so files last changed earlier show that date; run `git fetch --unshallow` for their real ages\n"
+    )
+    full = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=rg_counts("old.txt"))
+    assert full.stderr == b""
+
+
+def test_absolute_paths_through_a_symlinked_folder_land_in_the_repository(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "real" / "project")
+    r.write("src/a.txt", "needle\n")
+    r.write("CODEOWNERS", "* @owner\n")
+    r.commit("2026-01-01T00:00:00Z", "src/a.txt", "CODEOWNERS")
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "real")
+    through_link = link / "project" / "src" / "a.txt"
+    done = run([codescout_exe(), "hits", "--now", NOW], link / "project", stdin=f"{through_link}:2\n".encode())
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["hits"] == [
+        {"path": "src/a.txt", "matches": 2, "last_modified_days": 59, "owner": "@owner"}
+    ]
+
+
+def test_a_bare_repository_has_no_work_tree(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "origin")
+    r.write("a.txt", "1\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(r.root), str(bare)], env=env_for(), check=True)
+    done = run([codescout_exe(), "hits", "--repo", str(bare)], tmp_path, stdin=b"a.txt:1\n")
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert done.stderr.decode() == (
+        f"codescout: --repo {bare}: a bare git repository (or a .git folder) has no work tree; use a checkout\n"
+    )
+
+
+def test_without_git_installed_file_times_are_used_and_repo_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "a.txt").write_text("x", encoding="utf-8")
+    os.utime(folder / "a.txt", (NOW_SECONDS - 2 * DAY,) * 2)
+    no_git = env_for(PATH=str(Path(codescout_exe()).parent))  # the venv only: no git on it
+    done = run([codescout_exe(), "hits", "--now", NOW], folder, stdin=b"a.txt:1\n", env=no_git)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"hits": [{"path": "a.txt", "matches": 1, "last_modified_days": 2}]}
+    assert done.stderr == (
+        b"codescout: warning: git is not installed; ages come from file modification times and there are no owners\n"
+    )
+    done = run([codescout_exe(), "hits", "--repo", str(folder)], folder, stdin=b"a.txt:1\n", env=no_git)
+    assert (done.returncode, done.stderr) == (1, b"codescout: git is not installed, and --repo needs it\n")
+
+
+def test_a_deleted_current_directory_is_one_error_line(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f'cd "{gone}" && rmdir "{gone}" && printf "a.txt:1\\n" | "{codescout_exe()}" hits'
+    done = subprocess.run(["bash", "-c", script], capture_output=True, env=env_for(), check=False)
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert done.stderr == b"codescout: cannot read the current directory: No such file or directory\n"
+
+
+# --- ripgrep output, read by whole lines --------------------------------------------------------
+
+
+def test_count_output_whose_first_path_starts_with_a_brace_is_count_output(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "cookie")
+    name = "{{cookiecutter.slug}}/app.py"
+    r.write(name, "needle\nneedle\n")
+    r.commit("2026-01-01T00:00:00Z", name)
+    assert hits_from_rg(r.root, "--count-matches", "needle") == {
+        "hits": [{"path": name, "matches": 2, "last_modified_days": 59}]
+    }
+
+
+def test_count_matches_with_null_reads_names_holding_newlines(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "newlines")
+    r.write("two\nlines.txt", "needle needle\n")
+    r.write("plain.txt", "needle\n")
+    r.commit("2026-01-01T00:00:00Z", "two\nlines.txt", "plain.txt")
+    result = hits_from_rg(r.root, "--count-matches", "--null", "needle")
+    assert result == {
+        "hits": [
+            {"path": "plain.txt", "matches": 1, "last_modified_days": 59},
+            {"path": "two\nlines.txt", "matches": 2, "last_modified_days": 59},
+        ]
+    }
+
+
+@pytest.mark.parametrize(
+    ("stdin", "message"),
+    [
+        (
+            b'{"type": "begin"}\n{"type": "match", "data": {"path": {"text": "a\\u0000b"}, "submatches": []}}\n',
+            "codescout: stdin: line 2: the path holds a NUL character, which no file name can\n",
+        ),
+        (
+            b'{"type": "match", "data": {"path": {"text": "a\\ud800"}, "submatches": []}}\n',
+            "codescout: stdin: line 1: the path holds an unpaired surrogate, which no file name can\n",
+        ),
+        (
+            b'{"type": "match", "data": {"path": {"bytes": "YQBi"}, "submatches": []}}\n',
+            "codescout: stdin: line 1: the path holds a NUL character, which no file name can\n",
+        ),
+        (
+            b"ok.txt:1\nbig.txt:" + b"9" * 4001 + b"\n",
+            "codescout: stdin: line 2: a match count of more than 4000 digits, too large to rank\n",
+        ),
+        (b"a.txt:-3\n", "codescout: stdin: line 1: a negative match count\n"),
+        (b"a\0b\0c\n", "codescout: stdin: line 1: the path holds a NUL character, which no file name can\n"),
+    ],
+)
+def test_paths_and_counts_no_file_could_have_are_one_line_errors(tmp_path: Path, stdin: bytes, message: str) -> None:
+    done = run([codescout_exe(), "hits", "--now", NOW], tmp_path, stdin=stdin)
+    assert (done.returncode, done.stdout, done.stderr.decode()) == (1, b"", message)
+
+
+def test_zero_counts_are_left_out_and_one_character_names_are_fine(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "short")
+    for name in ("a", "b", "c"):
+        r.write(name, "x\n")
+    r.commit("2026-01-01T00:00:00Z", "a", "b", "c")
+    result = hits_of(r.root, b"a:0\nb:2\nc:1\n", "--now", NOW)
+    assert result == {
+        "hits": [
+            {"path": "b", "matches": 2, "last_modified_days": 59},
+            {"path": "c", "matches": 1, "last_modified_days": 59},
+        ]
+    }
+    done = run([codescout_exe(), "hits"], r.root, stdin=b"a:0\n")
+    assert (done.returncode, done.stderr) == (
+        1,
+        b"codescout: stdin: the ripgrep output holds no matches, so there is nothing to rank\n",
+    )
+
+
+# --- CODEOWNERS dialects on a real repository ------------------------------------------------------
+
+
+def test_gitlab_codeowners_are_detected_by_place_and_by_sections(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "gitlab")
+    r.write("docs/a.md", "x\n")
+    r.write(".gitlab/CODEOWNERS", "[Docs] @docs-team\ndocs/\n")
+    r.commit("2026-01-01T00:00:00Z", "docs/a.md", ".gitlab/CODEOWNERS")
+    assert hits_of(r.root, b"docs/a.md:1\n")["hits"][0]["owner"] == "@docs-team"
+    r.write("CODEOWNERS", "* @everyone\n\n[Docs]\ndocs/ @writers\n")  # root first, in GitLab's order
+    assert hits_of(r.root, b"docs/a.md:1\n")["hits"][0]["owner"] == "@everyone @writers"
+    done = run([codescout_exe(), "hits", "--now", NOW, "--codeowners", "github"], r.root, stdin=b"docs/a.md:1\n")
+    assert json.loads(done.stdout)["hits"][0]["owner"] == "@writers"
+    assert done.stderr.decode() == (
+        "codescout: warning: CODEOWNERS:3: a GitLab section header, which GitHub does not read "
+        "(see --codeowners gitlab); line skipped\n"
+    )
+    r.write(".github/CODEOWNERS", "docs/ @github-docs\n")  # GitHub's own place wins the detection
+    assert hits_of(r.root, b"docs/a.md:1\n")["hits"][0]["owner"] == "@github-docs"
+    forced = run([codescout_exe(), "hits", "--now", NOW, "--codeowners", "gitlab"], r.root, stdin=b"docs/a.md:1\n")
+    assert json.loads(forced.stdout)["hits"][0]["owner"] == "@everyone @writers"
+
+
+def test_codeowners_option_takes_only_the_two_dialects(tmp_path: Path) -> None:
+    done = run([codescout_exe(), "hits", "--codeowners", "bitbucket"], tmp_path, stdin=b"a:1\n")
+    assert done.returncode == 2
+    assert b"invalid choice: 'bitbucket'" in done.stderr
+    assert done.stderr.count(b"\n") == 1
+
+
+def test_a_codeowners_file_of_3_mb_or_more_is_not_used(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "huge")
+    r.write("a.txt", "x\n")
+    r.write(".github/CODEOWNERS", "* @owner\n" + "# padding\n" * 320_000)
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=b"a.txt:1\n")
+    assert json.loads(done.stdout)["hits"] == [{"path": "a.txt", "matches": 1, "last_modified_days": 59}]
+    size = (r.root / ".github/CODEOWNERS").stat().st_size
+    assert done.stderr.decode() == (
+        f"codescout: warning: .github/CODEOWNERS is {size} bytes, over GitHub's 3 MB limit, so GitHub ignores it; "
+        "no owners are read\n"
+    )

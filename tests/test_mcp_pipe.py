@@ -1,8 +1,10 @@
-"""`codescout mcp` on a raw pipe: what a careless or hostile client can send it."""
+"""`codescout mcp` on a raw pipe: what a careless or hostile client can send it, and signals."""
 
 from __future__ import annotations
 
 import json
+import os
+import select
 import signal
 import subprocess
 import time
@@ -12,8 +14,11 @@ import pytest
 
 from tests.helpers import codescout_exe
 
+CALL = {"name": "rank_search_results", "arguments": {"hits": [{"path": "a.py", "matches": 3, "last_modified_days": 4}]}}
+INITIALIZED = b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
 
-def request(rid: int, method: str, params: dict[str, Any] | None = None) -> bytes:
+
+def request(rid: Any, method: str, params: dict[str, Any] | None = None) -> bytes:
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
     if params is not None:
         message["params"] = params
@@ -28,11 +33,12 @@ def initialize(rid: int, version: str) -> bytes:
     )
 
 
-INITIALIZED = b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
-CALL = {"name": "rank_search_results", "arguments": {"hits": [{"path": "a.py", "matches": 3, "last_modified_days": 4}]}}
+def big_call(rid: int, size: int = 300_000) -> bytes:
+    hits = [{"path": f"p/{i}", "matches": 1 + i % 30, "last_modified_days": i % 400} for i in range(size)]
+    return request(rid, "tools/call", {"name": "rank_search_results", "arguments": {"hits": hits, "limit": 2}})
 
 
-def converse(data: bytes, *args: str, timeout: float = 30) -> tuple[int, list[dict[str, Any]], str]:
+def converse(data: bytes, *args: str, timeout: float = 60) -> tuple[int, list[dict[str, Any]], str]:
     done = subprocess.run(
         [codescout_exe(), "mcp", *args], input=data, capture_output=True, timeout=timeout, check=False
     )
@@ -40,43 +46,119 @@ def converse(data: bytes, *args: str, timeout: float = 30) -> tuple[int, list[di
     return done.returncode, replies, done.stderr.decode("utf-8", "replace")
 
 
-@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
-def test_handshake_versions_are_served(version: str) -> None:
-    status, replies, _ = converse(initialize(1, version) + INITIALIZED + request(2, "tools/call", CALL))
+@pytest.mark.parametrize(
+    ("asked", "served"),
+    [
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("2025-03-26", "2025-11-25"),  # needs JSON-RPC batches, which are not served
+        ("2024-11-05", "2025-11-25"),  # predates structured tool results
+        ("2099-01-01", "2025-11-25"),
+    ],
+)
+def test_handshake_serves_exactly_the_listed_versions(asked: str, served: str) -> None:
+    status, replies, _ = converse(initialize(1, asked) + INITIALIZED + request(2, "tools/call", CALL))
     assert status == 0
-    assert replies[0]["result"]["protocolVersion"] == version
+    assert replies[0]["result"]["protocolVersion"] == served
     assert replies[0]["result"]["serverInfo"]["name"] == "codescout"
     assert replies[1]["result"]["structuredContent"]["results"][0]["score"] == 296
 
 
-def test_garbage_then_a_valid_call_is_still_answered_and_eof_exits_zero() -> None:
-    data = (
-        initialize(1, "2025-06-18")
-        + INITIALIZED
-        + b"this is not json\n"
-        + b"\xff\xfe\xfd not utf-8 either\n"
-        + b"{}\n"
-        + b'{"jsonrpc": "2.0", "id": 2}\n'
-        + b"[1, 2, 3]\n"
-        + request(3, "no/such/method")
-        + request(4, "tools/call", {"name": "rank_search_results", "arguments": "hits"})
-        + request(5, "tools/call", {"name": "rank_search_results", "arguments": {"hits": "x"}})
-        + request(6, "tools/call", {"name": 42})
-        + request(7, "tools/call", CALL)
-        + request(8, "ping")
-    )
+def test_every_line_that_is_not_a_message_gets_an_error_answer() -> None:
+    lines = [
+        (b"this is not json", None, -32700),
+        (b"{", None, -32700),
+        (b"null", None, -32600),
+        (b"5", None, -32600),
+        (b'"text"', None, -32600),
+        (b"[1, 2, 3]", None, -32600),
+        (b"[]", None, -32600),
+        (b"{}", None, -32600),
+        (b'{"jsonrpc": "2.0", "id": 2.5, "method": "ping"}', None, -32600),
+        (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}', None, -32600),
+        (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', None, -32600),
+        (b'{"jsonrpc": "1.0", "id": 3, "method": "ping"}', 3, -32600),
+        (b'{"id": 4, "method": "ping"}', 4, -32600),
+        (b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": [1]}', 5, -32600),
+        (b'{"jsonrpc": "2.0", "id": "s", "method": 7}', "s", -32600),
+        (b'{"jsonrpc": "2.0", "id": 6}', 6, -32600),
+        (b'{"jsonrpc": "2.0", "method": "notifications/x", "params": "p"}', None, -32600),
+    ]
+    data = initialize(1, "2025-11-25") + INITIALIZED
+    data += b"".join(line + b"\n" for line, _, _ in lines) + request(99, "ping")
     status, replies, stderr = converse(data)
     assert status == 0, stderr
     assert "Traceback" not in stderr
-    assert all(reply["jsonrpc"] == "2.0" for reply in replies)
-    by_id = {reply.get("id"): reply for reply in replies}
-    assert by_id[3]["error"]["code"] == -32601
-    assert by_id[4]["error"]["code"] == -32602
-    assert by_id[5]["result"]["isError"] is True
-    assert by_id[5]["result"]["content"][0]["text"] == 'hits: expected a non-empty array, got "x"'
-    assert by_id[6]["error"]["code"] == -32602
-    assert by_id[7]["result"]["structuredContent"]["counts"] == {"hits": 1, "returned": 1}
-    assert by_id[8]["result"] == {}
+    errors = [(r["id"], r["error"]["code"]) for r in replies[1:-1]]
+    assert errors == [(rid, code) for _, rid, code in lines]
+    assert all(r["jsonrpc"] == "2.0" for r in replies)
+    assert replies[-1] == {"jsonrpc": "2.0", "id": 99, "result": {}}
+
+
+def test_invalid_utf8_is_refused_naming_the_byte_offset_never_replaced() -> None:
+    bad_request = b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "rank_search_results", '
+    bad_request += b'"arguments": {"hits": [{"path": "caf\xe9", "matches": 1, "last_modified_days": 0}]}}}\n'
+    status, replies, _ = converse(initialize(1, "2025-11-25") + INITIALIZED + b"\xff\xfe{}\n" + bad_request)
+    assert status == 0
+    assert replies[1] == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": "Parse error: not valid UTF-8 at byte offset 0"},
+    }
+    offset = bad_request.index(b"\xe9")
+    assert replies[2] == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32700, "message": f"Parse error: not valid UTF-8 at byte offset {offset}"},
+    }
+
+
+def test_an_oversized_message_is_answered_and_the_server_keeps_serving() -> None:
+    padding = "x" * 5000
+    oversized = json.dumps({"jsonrpc": "2.0", "method": "tools/call", "params": {"pad": padding}, "id": "big"})
+    nested = json.dumps({"jsonrpc": "2.0", "params": {"id": 5, "pad": [padding]}, "id": 8, "method": "ping"})
+    data = initialize(1, "2025-11-25") + INITIALIZED + oversized.encode() + b"\n" + nested.encode() + b"\n"
+    data += b"[" + b" " * 6000 + b"]\n" + request(9, "ping")
+    status, replies, _ = converse(data, "--max-message-bytes", "4096")
+    assert status == 0
+    assert [(r["id"], r.get("error", {}).get("code")) for r in replies[1:]] == [
+        ("big", -32600),
+        (8, -32600),
+        (None, -32600),
+        (9, None),
+    ]
+    assert replies[1]["error"]["message"] == (
+        f"Invalid request: the message has {len(oversized)} bytes, more than the limit of 4096 (--max-message-bytes)"
+    )
+
+
+def test_an_endless_line_is_not_held_in_memory() -> None:
+    proc = subprocess.Popen(
+        [codescout_exe(), "mcp", "--max-message-bytes", "1000000"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    chunk = b"x" * (1 << 20)
+    proc.stdin.write(b'{"jsonrpc": "2.0", "id": 3, "method": "ping", "pad": "')
+    for _ in range(200):  # 200 MiB on one line
+        proc.stdin.write(chunk)
+    peak = _rss_kib(proc.pid)
+    proc.stdin.write(b'"}\n' + request(4, "ping"))
+    proc.stdin.close()
+    replies = [json.loads(line) for line in proc.stdout.read().splitlines()]
+    proc.wait(timeout=30)
+    assert [(r["id"], "error" in r) for r in replies] == [(3, True), (4, False)]
+    assert peak < 200 * 1024, f"{peak} KiB resident while reading a 200 MiB line"
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmHWM")
 
 
 def test_every_request_piped_at_once_is_answered_before_exit() -> None:
@@ -84,6 +166,32 @@ def test_every_request_piped_at_once_is_answered_before_exit() -> None:
     status, replies, _ = converse(initialize(1, "2025-11-25") + INITIALIZED + calls)
     assert status == 0
     assert sorted(reply["id"] for reply in replies) == [1, *range(10, 50)]
+
+
+@pytest.mark.parametrize("request_id", [[1], {"id": 1}, True, 1.0, None, "x"])
+def test_a_cancel_with_any_request_id_never_crashes_or_drops_answers(request_id: Any) -> None:
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+    data = initialize(1, "2025-11-25") + INITIALIZED + big_call(2, 50_000) + json.dumps(cancel).encode() + b"\n"
+    data += request(3, "ping")
+    started = time.monotonic()
+    status, replies, stderr = converse(data)
+    assert time.monotonic() - started < 30
+    assert status == 0
+    assert "Traceback" not in stderr
+    by_id = {reply["id"]: reply for reply in replies}
+    assert set(by_id) == {1, 2, 3}
+    assert by_id[2]["result"]["structuredContent"]["counts"] == {"hits": 50_000, "returned": 2}
+
+
+@pytest.mark.parametrize("request_id", [2, "2"])
+def test_a_cancel_the_sdk_honours_is_not_waited_for(request_id: Any) -> None:
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+    data = initialize(1, "2025-11-25") + INITIALIZED + big_call(2) + json.dumps(cancel).encode() + b"\n"
+    started = time.monotonic()
+    status, replies, _ = converse(data)
+    assert time.monotonic() - started < 20  # not the 60 s drain limit
+    assert status == 0
+    assert [reply["id"] for reply in replies] == [1]
 
 
 def test_log_level_debug_logs_to_stderr_only() -> None:
@@ -95,18 +203,135 @@ def test_log_level_debug_logs_to_stderr_only() -> None:
     assert "DEBUG" in stderr
 
 
+def test_default_log_level_is_warning() -> None:
+    status, _, stderr = converse(initialize(1, "2025-06-18") + b"garbage\n")
+    assert status == 0
+    assert stderr == ""  # the refused line is logged at INFO, below the default
+    _, _, stderr = converse(initialize(1, "2025-06-18") + b"garbage\n", "--log-level", "info")
+    assert "INFO codescout: refused a message" in stderr
+
+
+# --- stopping -------------------------------------------------------------------------------
+
+
+class Server:
+    """`codescout mcp` with its pipes held open, as a client that never closes stdin."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [codescout_exe(), "mcp", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin = self.proc.stdin
+        self.stdout = self.proc.stdout
+        self.send(initialize(1, "2025-11-25") + INITIALIZED)
+        assert json.loads(self.stdout.readline())["id"] == 1
+
+    def send(self, data: bytes) -> None:
+        self.stdin.write(data)
+        self.stdin.flush()
+
+    def signal_and_wait(self, signum: int) -> tuple[int, float, bytes]:
+        started = time.monotonic()
+        self.proc.send_signal(signum)
+        status = self.proc.wait(timeout=10)
+        elapsed = time.monotonic() - started
+        assert self.proc.stderr is not None
+        return status, elapsed, self.proc.stderr.read()
+
+    def wait_for_call_in_progress(self) -> None:
+        """Until the server has read a big call and is working on it (CPU time, not sleep)."""
+        deadline = time.monotonic() + 30
+        before = _cpu_ticks(self.proc.pid)
+        while _cpu_ticks(self.proc.pid) - before < 20 and time.monotonic() < deadline:
+            select.select([], [], [], 0.01)
+
+
+def _cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_signal_stops_the_server_cleanly(signum: int) -> None:
-    proc = subprocess.Popen(
-        [codescout_exe(), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+def test_a_signal_stops_an_idle_server_with_stdin_open_within_a_second(signum: int) -> None:
+    server = Server()
+    status, elapsed, stderr = server.signal_and_wait(signum)
+    assert (status, b"Traceback" in stderr) == (0, False)
+    assert elapsed < 1.0
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_a_server_in_the_middle_of_a_call_within_a_second(signum: int) -> None:
+    server = Server()
+    server.send(big_call(2, 400_000))
+    server.wait_for_call_in_progress()
+    status, elapsed, stderr = server.signal_and_wait(signum)
+    assert (status, b"Traceback" in stderr) == (0, False)
+    assert elapsed < 1.0
+
+
+def test_a_second_signal_never_leaves_it_hanging() -> None:
+    server = Server()
+    server.send(big_call(2, 400_000))
+    server.wait_for_call_in_progress()
+    started = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    server.proc.send_signal(signal.SIGINT)
+    assert server.proc.wait(timeout=10) == 0
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_client_that_stops_reading_cannot_hold_it_after_a_signal() -> None:
+    server = Server()
+    for n in range(200):  # ~200 answers of ~100 KB each, never read: the pipe fills up
+        server.send(request(10 + n, "tools/list"))
+    server.send(big_call(2, 100_000))
+    time.sleep(0.5)
+    status, elapsed, _ = server.signal_and_wait(signal.SIGTERM)
+    assert status == 0
+    assert elapsed < 1.0
+
+
+def test_the_client_closing_stdout_ends_it_quietly() -> None:
+    server = Server()
+    server.stdout.close()
+    server.send(request(2, "ping") + request(3, "tools/list"))
+    assert server.proc.wait(timeout=10) == 0
+    assert server.proc.stderr is not None
+    assert server.proc.stderr.read() == b""
+
+
+def test_a_closed_stdout_at_start_is_one_line_and_exit_one() -> None:
+    done = subprocess.run(
+        ["bash", "-c", f'"{codescout_exe()}" mcp >&-'], capture_output=True, text=True, timeout=30, check=False
     )
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    proc.stdin.write(initialize(1, "2025-06-18"))
+    assert (done.returncode, done.stderr) == (
+        1,
+        "codescout: stdout is closed, and the MCP server writes its replies there\n",
+    )
+
+
+def test_children_cannot_read_the_clients_messages() -> None:
+    # The server moves the wire off fd 0 and fd 1: anything that inherits them sees nothing.
+    probe = (
+        "import os, sys; from codescout_mcp.stdio import serve_stdio\n"
+        "import threading\n"
+        "def peek():\n"
+        "    sys.stderr.write(repr(os.read(0, 100)) + '\\n'); sys.stderr.flush()\n"
+        "threading.Timer(0.5, peek).start()\n"
+        "serve_stdio()\n"
+    )
+    proc = subprocess.Popen(
+        [os.path.join(os.path.dirname(codescout_exe()), "python"), "-c", probe],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write(initialize(1, "2025-11-25"))
     proc.stdin.flush()
-    assert json.loads(proc.stdout.readline())["id"] == 1
-    time.sleep(0.2)
-    proc.send_signal(signum)
-    _, stderr = proc.communicate(timeout=10)
-    assert proc.returncode == 0
-    assert b"Traceback" not in stderr
+    assert json.loads(proc.stdout.readline())["id"] == 1  # serving: the peek is 0.5 s away
+    assert proc.stderr.readline() == b"b''\n"
+    proc.stdin.close()
+    assert proc.wait(timeout=20) == 0

@@ -1,0 +1,279 @@
+"""CODEOWNERS, read as GitHub reads it or as GitLab reads it.
+
+GitHub: gitignore-style patterns, the last matching rule wins, a rule without owners
+unowns, `docs/*` owns only the files directly in docs/; files of 3 MB or more are ignored.
+Looked for in `.github/`, the root, `docs/` (the first found).
+
+GitLab: the same rule within each section (`[Name]`, `^[Optional]`, `[Name][2]`, default
+owners on the header line for the section's entries without owners; lines before the first
+header form a section of their own); the owners of every section with a matching entry are
+combined in file order, each owner once. Patterns are matched as Ruby's fnmatch does with
+FNM_PATHNAME and FNM_DOTMATCH. Looked for in the root, `docs/`, `.gitlab/`.
+
+Which one applies: `--codeowners github|gitlab`, else GitLab's when the file is
+`.gitlab/CODEOWNERS` or holds section headers, else GitHub's. Lines a dialect does not
+accept are skipped with one warning each.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+Warn = Callable[[str], None]
+
+GITHUB_PLACES: Final = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
+GITLAB_PLACES: Final = ("CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS")
+GITHUB_MAX_BYTES: Final = 3 * 1024 * 1024
+
+_GITHUB_OWNER: Final = re.compile(
+    r"@[A-Za-z0-9][A-Za-z0-9-]*(?:_[A-Za-z0-9]+)?(?:/[A-Za-z0-9][\w.-]*)?|[^@\s]+@[^@\s]+\.[^@\s]+"
+)
+_GITLAB_OWNER: Final = re.compile(r"@@?[A-Za-z0-9_][\w.-]*(?:/[A-Za-z0-9_][\w.-]*)*|[^@\s]+@[^@\s]+\.[^@\s]+")
+_TOKEN: Final = re.compile(r"(?:\\.|\S)+")
+_SECTION: Final = re.compile(r"(\^)?\[([^\]]*)\](?:\[(\d+)\])?(?:\s+(.*))?")
+
+
+class CodeOwners:
+    """Owner lookups for one parsed CODEOWNERS file (or for none: nobody owns anything)."""
+
+    def __init__(self, sections: list[list[tuple[Callable[[str], bool], str | None]]]) -> None:
+        # Each section: its rules in file order, as (matches path?, owners or None).
+        self.sections = sections
+
+    @classmethod
+    def empty(cls) -> CodeOwners:
+        return cls([])
+
+    def owner_of(self, path: str) -> str | None:
+        """The owners of `path`, joined by one space, or None if nobody owns it."""
+        owners: list[str] = []
+        for rules in self.sections:
+            for matches, rule_owners in reversed(rules):
+                if matches(path):
+                    for owner in (rule_owners or "").split():
+                        if owner not in owners:
+                            owners.append(owner)
+                    break
+        return " ".join(owners) or None
+
+
+def load_codeowners(root: Path, dialect: str | None, warn: Warn) -> CodeOwners:
+    """The CODEOWNERS rules of the work tree at `root`, in the dialect given or detected."""
+    found = _first(root, GITHUB_PLACES if dialect != "gitlab" else GITLAB_PLACES)
+    if dialect is None and found != ".github/CODEOWNERS":
+        gitlab_found = _first(root, GITLAB_PLACES)
+        if gitlab_found is not None and (
+            gitlab_found == ".gitlab/CODEOWNERS" or _has_sections(_read(root / gitlab_found, gitlab_found, warn))
+        ):
+            dialect, found = "gitlab", gitlab_found
+    if found is None:
+        return CodeOwners.empty()
+    data = _read(root / found, found, warn)
+    if dialect == "gitlab":
+        return parse_gitlab(_text(data), found, warn)
+    if len(data) >= GITHUB_MAX_BYTES:
+        warn(f"{found} is {len(data)} bytes, over GitHub's 3 MB limit, so GitHub ignores it; no owners are read")
+        return CodeOwners.empty()
+    return parse_github(_text(data), found, warn)
+
+
+def _first(root: Path, places: tuple[str, ...]) -> str | None:
+    return next((place for place in places if (root / place).is_file()), None)
+
+
+def _read(path: Path, name: str, warn: Warn) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        warn(f"cannot read {name} ({error.strerror}); no owners are read")
+        return b""
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace").removeprefix("\ufeff")
+
+
+def _has_sections(data: bytes) -> bool:
+    return any(_SECTION.fullmatch(line.strip()) for line in _text(data).splitlines())
+
+
+def _tokens(line: str) -> tuple[str, list[str]]:
+    """A rule's pattern and its owners; a `#` token starts a comment."""
+    pattern, *rest = _TOKEN.findall(line)
+    owners: list[str] = []
+    for token in rest:
+        if token.startswith("#"):
+            break
+        owners.append(token)
+    return pattern, owners
+
+
+# --- GitHub -----------------------------------------------------------------------------
+
+
+def parse_github(text: str, name: str, warn: Warn) -> CodeOwners:
+    """Rules from a CODEOWNERS file as GitHub reads it."""
+    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+    rules: list[tuple[Callable[[str], bool], str | None]] = []
+    for number, raw in enumerate(text.removeprefix("\ufeff").splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        pattern, owners = _tokens(line)
+        bad = next((owner for owner in owners if not _GITHUB_OWNER.fullmatch(owner)), None)
+        problem = _github_unsupported(pattern, line)
+        if problem is None and bad is not None:
+            problem = f"{bad!r} is not a @user, @org/team or email owner"
+        compiled: GitIgnoreSpecPattern | None = None
+        if problem is None:
+            try:
+                compiled = GitIgnoreSpecPattern(pattern)
+            except ValueError as error:
+                problem = f"invalid pattern {pattern!r} ({error})"
+            else:
+                if compiled.include is None:
+                    problem = f"pattern {pattern!r} matches nothing"
+        if problem is not None or compiled is None:
+            warn(f"{name}:{number}: {problem}; line skipped")
+            continue
+        rules.append((_github_matcher(compiled, _direct_children_only(pattern)), " ".join(owners) or None))
+    return CodeOwners([rules])
+
+
+def _direct_children_only(pattern: str) -> bool:
+    """GitHub: `docs/*` owns the files directly in docs/ only; `docs/**/*` owns them all."""
+    segments = pattern.rstrip("/").split("/")
+    return len(segments) >= 2 and segments[-1] == "*" and segments[-2] != "**"
+
+
+def _github_matcher(compiled: GitIgnoreSpecPattern, direct_children_only: bool) -> Callable[[str], bool]:
+    def matches(path: str) -> bool:
+        if compiled.match_file(path) is None:
+            return False
+        if direct_children_only:
+            parent = path.rsplit("/", 1)[0] if "/" in path else ""
+            if parent and compiled.match_file(parent) is not None:
+                return False  # matched through a subfolder, not directly
+        return True
+
+    return matches
+
+
+def _github_unsupported(pattern: str, line: str) -> str | None:
+    if _SECTION.fullmatch(line):
+        return "a GitLab section header, which GitHub does not read (see --codeowners gitlab)"
+    if pattern.startswith("!"):
+        return "negation (!) is not supported in CODEOWNERS"
+    if pattern.startswith("\\#"):
+        return "escaping # is not supported in CODEOWNERS"
+    if re.search(r"(?<!\\)\[", pattern):
+        return "character ranges ([...]) are not supported in CODEOWNERS"
+    return None
+
+
+# --- GitLab -----------------------------------------------------------------------------
+
+
+def parse_gitlab(text: str, name: str, warn: Warn) -> CodeOwners:
+    """Rules from a CODEOWNERS file as GitLab reads it, section by section."""
+    sections: dict[str, list[tuple[Callable[[str], bool], str | None]]] = {"": []}
+    current = ""
+    defaults: list[str] = []  # the default owners on the current section's header line
+    for number, raw in enumerate(text.removeprefix("\ufeff").splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        header = _SECTION.fullmatch(line)
+        if header is not None:
+            title = header.group(2).strip()
+            owners = _TOKEN.findall(header.group(4) or "")
+            bad = next((o for o in owners if not _GITLAB_OWNER.fullmatch(o)), None)
+            if not title or bad is not None:
+                problem = "a section needs a name" if not title else f"{bad!r} is not a GitLab owner"
+                warn(f"{name}:{number}: {problem}; line skipped, and its entries count in the section before")
+                continue
+            # Section names are not case-sensitive; sections of one name are one section.
+            current = next((key for key in sections if key.casefold() == title.casefold() and key), title)
+            sections.setdefault(current, [])
+            defaults = owners
+            continue
+        pattern, owners = _tokens(line)
+        bad = next((o for o in owners if not _GITLAB_OWNER.fullmatch(o)), None)
+        if bad is not None:
+            warn(f"{name}:{number}: {bad!r} is not a @user, @group, @@role or email owner; line skipped")
+            continue
+        owners = owners or defaults
+        if not owners:
+            warn(f"{name}:{number}: no owners, and the section has no default owners; line skipped")
+            continue
+        try:
+            matcher = _fnmatch_regex(_gitlab_pattern(pattern))
+        except re.error as error:
+            warn(f"{name}:{number}: invalid pattern {pattern!r} ({error}); line skipped")
+            continue
+        sections[current].append((_regex_matcher(matcher), " ".join(owners)))
+    return CodeOwners([rules for rules in sections.values() if rules])
+
+
+def _gitlab_pattern(pattern: str) -> str:
+    """GitLab's normalisation: anchored at the root with `/`, else anywhere; `dir/` = all in it."""
+    if pattern.startswith("\\#"):
+        pattern = pattern[1:]
+    pattern = re.sub(r"\\(\s)", r"\1", pattern)
+    if pattern == "*":
+        return "/**/*"
+    if not pattern.startswith("/"):
+        pattern = "/**/" + pattern
+    if pattern.endswith("/"):
+        pattern += "**/*"
+    return pattern
+
+
+def _fnmatch_regex(pattern: str) -> re.Pattern[str]:
+    """Ruby's File.fnmatch with FNM_PATHNAME | FNM_DOTMATCH, as a regular expression."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+            continue
+        if char == "*":
+            while i + 1 < len(pattern) and pattern[i + 1] == "*":
+                i += 1
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "\\" and i + 1 < len(pattern):
+            i += 1
+            out.append(re.escape(pattern[i]))
+        elif char == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^") else i + 1)
+            if end < 0:
+                out.append(re.escape(char))
+            else:
+                body = pattern[i + 1 : end]
+                negate = body[:1] in ("!", "^")
+                body = body[1:] if negate else body
+                escaped = body.replace("\\", "\\\\").replace("[", "\\[")
+                out.append(f"(?!/)[{'^' if negate else ''}{escaped}]")
+                i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return re.compile("".join(out))
+
+
+def _regex_matcher(regex: re.Pattern[str]) -> Callable[[str], bool]:
+    def matches(path: str) -> bool:
+        return regex.fullmatch("/" + path) is not None
+
+    return matches

@@ -1,0 +1,109 @@
+"""Reading JSON text as JSON.parse does, with one-line errors that say where it broke.
+
+Used by every front that reads JSON itself (the CLI's files, the stdio transport's lines),
+so the same bytes are read the same way everywhere:
+
+* UTF-8 only (a leading byte-order mark is skipped); invalid bytes are an error naming the
+  byte offset, never replaced in silence;
+* NaN and Infinity are not JSON;
+* a number with a fraction or an exponent is a double; an integer literal is exact, and one
+  too long to convert (more digits than MAX_INTEGER_DIGITS) is read as OversizedInteger,
+  so that the contract can name its location, or ignore it in a field it does not read;
+* duplicate keys keep the last value.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+
+from codescout_mcp.contract import MAX_INTEGER_DIGITS
+from codescout_mcp.validate import OversizedInteger
+
+# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+
+class JsonTextError(ValueError):
+    """Bytes that are not one JSON value; the message is one line and names the place."""
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise JsonTextError(f"{name} is not a JSON value")
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text) - (text[0] == "-")
+    if digits > MAX_INTEGER_DIGITS:
+        return OversizedInteger(text[0] == "-")
+    return int(text)
+
+
+def _at(source: str) -> str:
+    return f"{source}: " if source else ""
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    """UTF-8 text, a leading BOM skipped; JsonTextError naming the first bad byte's offset.
+
+    `source` names the input in messages (a file name, "stdin"); empty leaves it out.
+    """
+    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return str(data[start:], "utf-8") if start else data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise JsonTextError(f"{_at(source)}not valid UTF-8 at byte offset {error.start + start}") from None
+
+
+def parse_json(data: bytes, source: str) -> Any:
+    """The one JSON value in `data`, read as described above."""
+    return parse_json_text(decode_utf8(data, source), source)
+
+
+def parse_json_text(text: str, source: str) -> Any:
+    """The one JSON value in `text`, read as described above."""
+    try:
+        try:
+            return json.loads(text, parse_constant=_reject_constant)
+        except ValueError as error:
+            if isinstance(error, (json.JSONDecodeError, JsonTextError)):
+                raise
+            # Python's guard against converting huge integer literals: read again, this
+            # time standing in for them (slower, so only when needed).
+            return json.loads(text, parse_constant=_reject_constant, parse_int=_bounded_int)
+    except json.JSONDecodeError as error:
+        raise JsonTextError(
+            f"{_at(source)}invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+        ) from None
+    except JsonTextError as error:
+        raise JsonTextError(f"{_at(source)}invalid JSON: {error}") from None
+    except RecursionError:
+        raise JsonTextError(f"{_at(source)}invalid JSON: nested too deeply") from None
+
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+
+
+def shown(text: str) -> str:
+    """`text` on one line: control characters, lone surrogates and backslashes escaped.
+
+    Names coming from users (file names above all) may hold a newline; an error message
+    that quotes one must still be one line.
+    """
+    if text.isprintable() and "\\" not in text:
+        return text
+    out = []
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif char.isprintable() or char == " ":
+            out.append(char)
+        elif ord(char) < 0x100:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    return "".join(out)

@@ -1,0 +1,195 @@
+"""CODEOWNERS rules as GitHub and as GitLab read them (files in repositories: test_hits.py)."""
+
+from __future__ import annotations
+
+from codescout_mcp.codeowners import parse_github, parse_gitlab
+
+
+def github(text: str, paths: list[str]) -> tuple[dict[str, str | None], list[str]]:
+    warnings: list[str] = []
+    table = parse_github(text, "CODEOWNERS", warnings.append)
+    return {p: table.owner_of(p) for p in paths}, warnings
+
+
+def gitlab(text: str, paths: list[str]) -> tuple[dict[str, str | None], list[str]]:
+    warnings: list[str] = []
+    table = parse_gitlab(text, "CODEOWNERS", warnings.append)
+    return {p: table.owner_of(p) for p in paths}, warnings
+
+
+# --- GitHub -----------------------------------------------------------------------------
+
+
+def test_github_last_matching_rule_wins() -> None:
+    owners, _ = github("*.js @js\n/src/ @src\n", ["src/a.js", "lib/a.js", "src/a.py"])
+    assert owners == {"src/a.js": "@src", "lib/a.js": "@js", "src/a.py": "@src"}
+    owners, _ = github("/src/ @src\n*.js @js\n", ["src/a.js"])
+    assert owners == {"src/a.js": "@js"}
+
+
+def test_github_directory_patterns() -> None:
+    text = "/build/logs/ @logs\napps/ @apps\n**/cache @cache\n"
+    paths = ["build/logs/a.txt", "x/build/logs/a.txt", "apps/x.py", "deep/apps/y.py", "a/b/cache/z", "cache/q"]
+    owners, _ = github(text, paths)
+    assert owners == {
+        "build/logs/a.txt": "@logs",
+        "x/build/logs/a.txt": None,
+        "apps/x.py": "@apps",
+        "deep/apps/y.py": "@apps",
+        "a/b/cache/z": "@cache",
+        "cache/q": "@cache",
+    }
+
+
+def test_github_single_star_stays_in_its_folder_double_star_does_not() -> None:
+    owners, _ = github("docs/* @docs\nsrc/** @src\n", ["docs/a.md", "docs/sub/b.md", "src/a", "src/x/y/z"])
+    assert owners == {"docs/a.md": "@docs", "docs/sub/b.md": None, "src/a": "@src", "src/x/y/z": "@src"}
+    owners, _ = github("* @all\n", ["a", "b/c/d"])
+    assert owners == {"a": "@all", "b/c/d": "@all"}
+
+
+def test_github_docs_double_star_star_owns_everything_under_docs() -> None:
+    paths = ["docs/a.md", "docs/sub/b.md", "docs/x/y/z.md", "other/docs/q.md", "docs"]
+    owners, _ = github("docs/**/* @docs\n", paths)
+    assert owners == {
+        "docs/a.md": "@docs",
+        "docs/sub/b.md": "@docs",
+        "docs/x/y/z.md": "@docs",
+        "other/docs/q.md": None,
+        "docs": None,
+    }
+
+
+def test_github_rule_without_owners_unowns() -> None:
+    owners, _ = github("* @all\n/apps/ @apps\n/apps/github\n", ["apps/x", "apps/github/y", "z"])
+    assert owners == {"apps/x": "@apps", "apps/github/y": None, "z": "@all"}
+
+
+def test_github_several_owners_comments_escapes_and_case() -> None:
+    text = "# comment\n\n*.md   @a   @org/team-x  user@example.com  # trailing comment\nmy\\ notes.txt @n\n"
+    owners, warnings = github(text, ["README.md", "my notes.txt", "README.MD"])
+    assert owners == {"README.md": "@a @org/team-x user@example.com", "my notes.txt": "@n", "README.MD": None}
+    assert warnings == []
+
+
+def test_github_managed_user_owners_are_valid() -> None:
+    owners, warnings = github("* @octocat_acme @mona-lisa_corp2 @org_acme/team\n", ["a"])
+    assert owners == {"a": "@octocat_acme @mona-lisa_corp2 @org_acme/team"}
+    assert warnings == []
+
+
+def test_github_byte_order_mark_does_not_break_the_first_rule() -> None:
+    owners, warnings = github("\ufeff*.py @py\n", ["a.py"])
+    assert (owners, warnings) == ({"a.py": "@py"}, [])
+
+
+def test_github_unsupported_lines_warn_once_each_and_are_skipped() -> None:
+    text = "* @all\n!secret.txt\n[ab].py @ranges\n\\#hash @h\nsrc/ not-an-owner\n[Docs] @docs\n*.py @py\n@@x\n"
+    owners, warnings = github(text, ["secret.txt", "a.py", "src/x"])
+    assert owners == {"secret.txt": "@all", "a.py": "@py", "src/x": "@all"}
+    assert warnings == [
+        "CODEOWNERS:2: negation (!) is not supported in CODEOWNERS; line skipped",
+        "CODEOWNERS:3: character ranges ([...]) are not supported in CODEOWNERS; line skipped",
+        "CODEOWNERS:4: escaping # is not supported in CODEOWNERS; line skipped",
+        "CODEOWNERS:5: 'not-an-owner' is not a @user, @org/team or email owner; line skipped",
+        "CODEOWNERS:6: a GitLab section header, which GitHub does not read (see --codeowners gitlab); line skipped",
+    ]
+
+
+# --- GitLab -----------------------------------------------------------------------------
+
+
+def test_gitlab_sections_combine_owners_in_file_order() -> None:
+    text = (
+        "* @general\n"
+        "\n"
+        "[Documentation] @docs-team\n"
+        "docs/\n"
+        "README.md\n"
+        "*.txt\n"
+        "\n"
+        "^[Database][2] @database-team\n"
+        "model/db/\n"
+        "config/db/database-setup.md @docs-team\n"
+    )
+    paths = ["src/a.py", "docs/guide.md", "model/db/CHANGELOG.txt", "config/db/database-setup.md", "README.md"]
+    owners, warnings = gitlab(text, paths)
+    assert warnings == []
+    assert owners == {
+        "src/a.py": "@general",
+        "docs/guide.md": "@general @docs-team",
+        "model/db/CHANGELOG.txt": "@general @docs-team @database-team",
+        "config/db/database-setup.md": "@general @docs-team",
+        "README.md": "@general @docs-team",
+    }
+
+
+def test_gitlab_last_matching_entry_wins_within_a_section() -> None:
+    owners, _ = gitlab("[A]\n*.py @first\nsrc/ @second\n[B]\nsrc/ @third\n*.py @fourth\n", ["src/x.py"])
+    assert owners == {"src/x.py": "@second @fourth"}
+
+
+def test_gitlab_section_names_are_not_case_sensitive_and_merge() -> None:
+    owners, _ = gitlab("[Docs]\n*.md @one\n[Other]\n*.md @two\n[DOCS]\ndocs/*.md @three\n", ["docs/a.md", "a.md"])
+    assert owners == {"docs/a.md": "@three @two", "a.md": "@one @two"}
+
+
+def test_gitlab_each_owner_once() -> None:
+    owners, _ = gitlab("* @a @b\n[S] @b\n*.py\n[T]\n*.py @a @c @a\n", ["x.py"])
+    assert owners == {"x.py": "@a @b @c"}
+
+
+def test_gitlab_patterns_follow_fnmatch_with_pathname_and_dotmatch() -> None:
+    text = (
+        "[P]\n"
+        "/docs/* @root-docs\n"
+        "/build/ @build\n"
+        "lib/ @lib\n"
+        "README @readme\n"
+        "**/*.rb @ruby\n"
+        "*.c? @c\n"
+        "[abc].txt @letters\n"
+        "path\\ with\\ spaces/ @spaces\n"
+        "\\#hash.md @hash\n"
+        "/.hidden* @dot\n"
+    )
+    paths = {
+        "docs/a.md": "@root-docs",
+        "docs/sub/b.md": None,
+        "build/x/y": "@build",
+        "src/build/x": None,
+        "lib/a": "@lib",
+        "deep/lib/b": "@lib",
+        "README": "@readme",
+        "sub/README": "@readme",
+        "README/x": None,
+        "config/database.rb": "@ruby",
+        "app/controllers/users/stars_controller.rb": "@ruby",
+        "x.cc": "@c",
+        "x.c/y": None,
+        "b.txt": "@letters",
+        "d.txt": None,
+        "path with spaces/f": "@spaces",
+        "#hash.md": "@hash",
+        ".hiddenrc": "@dot",
+    }
+    owners, warnings = gitlab(text, list(paths))
+    assert warnings == []
+    assert owners == paths
+
+
+def test_gitlab_roles_groups_and_emails_are_owners() -> None:
+    owners, warnings = gitlab("* @@maintainer @group/sub/team jane.doe@example.com @user.name\n", ["a"])
+    assert (owners, warnings) == ({"a": "@@maintainer @group/sub/team jane.doe@example.com @user.name"}, [])
+
+
+def test_gitlab_invalid_lines_warn_and_are_skipped() -> None:
+    text = "[] @x\n* @ok\nsrc/ nobody\n[Docs]\ndocs/\n[Bad] owner\n*.md @md\n"
+    owners, warnings = gitlab(text, ["src/a", "docs/b", "c.md"])
+    assert owners == {"src/a": "@ok", "docs/b": "@ok", "c.md": "@ok @md"}
+    assert warnings == [
+        "CODEOWNERS:1: a section needs a name; line skipped, and its entries count in the section before",
+        "CODEOWNERS:3: 'nobody' is not a @user, @group, @@role or email owner; line skipped",
+        "CODEOWNERS:5: no owners, and the section has no default owners; line skipped",
+        "CODEOWNERS:6: 'owner' is not a GitLab owner; line skipped, and its entries count in the section before",
+    ]

@@ -12,7 +12,9 @@ stands in front of it and answers everything the SDK should never see, in this o
 * more than --max-concurrent requests at once: 503 with `Retry-After`;
 * a request not complete within --request-timeout: 408 (headers: see `_TimedH11Protocol`);
   a body over --max-body-bytes: 413; both close the connection instead of reading on;
-* a body that is not one JSON object: 400 with a JSON-RPC error (-32700 or -32600).
+* a body that is not one JSON object: 400 with a JSON-RPC error (-32700 or -32600), except
+  a batch (array) at protocol 2025-03-26 (or with no `MCP-Protocol-Version`, which means
+  2025-03-26): its members are served one by one and answered in one array.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from codescout_mcp.server import SERVED_PROTOCOL_VERSIONS, build_server, served_initialize_params
+from codescout_mcp.server import BATCH_VERSIONS, SERVED_PROTOCOL_VERSIONS, build_server, served_initialize_params
 
 logger = logging.getLogger("codescout")
 
@@ -150,8 +152,19 @@ def bearer_token(header: bytes) -> bytes | None:
 # --- the guard in front of the SDK's app --------------------------------------------------
 
 
+def _error_dict(request_id: object, code: int, message: str) -> dict[str, Any]:
+    valid = isinstance(request_id, (str, int)) and not isinstance(request_id, bool)
+    return {"jsonrpc": "2.0", "id": request_id if valid else None, "error": {"code": code, "message": message}}
+
+
 def _json_rpc_error(code: int, message: str) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+    return json.dumps(_error_dict(None, code, message)).encode()
+
+
+def _batch_version(scope: Scope) -> bool:
+    """Whether a request may be a batch: protocol 2025-03-26, which a missing header also means."""
+    version = _headers(scope).get(b"mcp-protocol-version")
+    return version is None or version.decode("latin-1") in BATCH_VERSIONS
 
 
 _UNSERVED_VERSIONS: Final = frozenset(KNOWN_PROTOCOL_VERSIONS) - frozenset(SERVED_PROTOCOL_VERSIONS)
@@ -196,6 +209,9 @@ class Guard:
         try:
             body = await self._read_body(scope, receive, send)
             if body is None:
+                return send.status
+            if body.lstrip()[:1] == b"[" and _batch_version(scope):
+                await self._serve_batch(scope, body, send)
                 return send.status
             body = await self._checked_body(body, send)
             if body is None:
@@ -253,6 +269,59 @@ class Guard:
             await _respond(send, 408, b"Request Timeout: the body did not arrive in time\n", close=True)
             return None
 
+    async def _serve_batch(self, scope: Scope, body: bytes, send: _Recorder) -> None:
+        """A JSON-RPC batch (protocol 2025-03-26): each member served in turn, answers in one array."""
+        try:
+            members = json.loads(body)
+        except (ValueError, RecursionError):
+            await _respond(send, 400, _json_rpc_error(-32700, "Parse error: the body is not JSON"), json_body=True)
+            return
+        if not members:
+            await _respond(send, 400, _json_rpc_error(-32600, "Invalid request: an empty batch"), json_body=True)
+            return
+        answers: list[Any] = []
+        for member in members:
+            request_id = member.get("id") if isinstance(member, dict) else None
+            if not isinstance(member, dict):
+                answers.append(_error_dict(None, -32600, "Invalid request: a JSON-RPC message is a JSON object"))
+            elif member.get("method") == "initialize":
+                answers.append(
+                    _error_dict(request_id, -32600, "Invalid request: initialize may not be part of a batch")
+                )
+            else:
+                answer = await self._serve_one(scope, json.dumps(member).encode())
+                if answer is not None:
+                    answers.append(answer)
+        if answers:
+            await _respond(send, 200, json.dumps(answers).encode(), json_body=True)
+        else:  # notifications only
+            await _respond(send, 202, b"")
+
+    async def _serve_one(self, scope: Scope, body: bytes) -> Any:
+        """The SDK's answer to one message, as JSON (None for a notification's 202)."""
+        status = 0
+        parts: list[bytes] = []
+
+        async def capture(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                parts.append(message.get("body", b""))
+
+        async def no_more() -> Message:
+            return {"type": "http.disconnect"}
+
+        headers = [(k, v) for k, v in scope.get("headers", ()) if k.lower() != b"content-length"]
+        sub_scope = {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
+        await self.app(sub_scope, _replay(body, no_more), capture)
+        if status == 202:
+            return None
+        try:
+            return json.loads(b"".join(parts))
+        except ValueError:
+            return _error_dict(None, -32603, f"Internal error: HTTP {status} for a batch member")
+
     async def _checked_body(self, body: bytes, send: _Recorder) -> bytes | None:
         start = body.lstrip()[:1]
         if start != b"{":
@@ -261,7 +330,11 @@ class Guard:
             except (ValueError, RecursionError):
                 await _respond(send, 400, _json_rpc_error(-32700, "Parse error: the body is not JSON"), json_body=True)
                 return None
-            kind = "a batch (JSON array), which is not served" if isinstance(value, list) else "not a JSON object"
+            kind = (
+                "a batch (JSON array), served only at protocol 2025-03-26"
+                if isinstance(value, list)
+                else "not a JSON object"
+            )
             await _respond(send, 400, _json_rpc_error(-32600, f"Invalid request: the body is {kind}"), json_body=True)
             return None
         if len(body) < 65536 and b'"initialize"' in body:

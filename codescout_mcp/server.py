@@ -30,12 +30,13 @@ from codescout_mcp.validate import InvalidArguments
 
 logger = logging.getLogger("codescout")
 
-# The protocol versions served. 2024-11-05 predates structured tool results and output
-# schemas, and 2025-03-26 requires JSON-RPC batches, which are not served; a client asking
-# for either (or for one unknown here) is offered the newest handshake version instead.
-HANDSHAKE_VERSIONS: Final = ("2025-06-18", "2025-11-25")
+# The protocol versions served, all of them fully. 2025-03-26 is the one version whose
+# clients may send JSON-RPC batches; both transports serve batches to it (and only to it).
+# A client asking for a version not listed is offered the newest handshake version.
+HANDSHAKE_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSIONS: Final = ("2026-07-28",)
 SERVED_PROTOCOL_VERSIONS: Final = (*HANDSHAKE_VERSIONS, *MODERN_VERSIONS)
+BATCH_VERSIONS: Final = ("2025-03-26",)
 
 INSTRUCTIONS: Final = (
     "codescout ranks code-search hits you already have. After a search (ripgrep, grep, an IDE) "

@@ -6,9 +6,11 @@ alive after a signal. This transport owns the wire instead and hands the SDK's `
 only well-formed messages:
 
 * every line is answered: invalid UTF-8 or JSON -> -32700, anything that is not a JSON-RPC
-  2.0 message (null, a number, a batch array, a bad id, `params` that is not an object)
-  -> -32600, a line over --max-message-bytes -> -32600, read and dropped without keeping
-  it whole; the id is echoed whenever it can be read from the line;
+  2.0 message (null, a number, a bad id, `params` that is not an object, a batch array
+  unless protocol 2025-03-26 was negotiated) -> -32600, a line over --max-message-bytes
+  -> -32600, read and dropped without keeping it whole; the id is echoed whenever it can
+  be read from the line. At 2025-03-26 a batch is served member by member and answered
+  with one array;
 * an `initialize` asking for a protocol version the server does not serve is answered with
   the newest one it does (see server.SERVED_PROTOCOL_VERSIONS);
 * when stdin ends, the server keeps going until every request read has been answered
@@ -41,7 +43,7 @@ from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from pydantic import ValidationError
 
 from codescout_mcp.jsontext import JsonTextError, decode_utf8, parse_json_text
-from codescout_mcp.server import build_server, served_initialize_params
+from codescout_mcp.server import BATCH_VERSIONS, build_server, served_initialize_params
 
 logger = logging.getLogger("codescout")
 
@@ -262,17 +264,20 @@ class Refusal(Exception):
         self.message = message
         self.request_id = request_id
 
-    def reply(self) -> bytes:
+    def as_dict(self) -> dict[str, Any]:
         error = {"code": self.code, "message": self.message}
-        return _line({"jsonrpc": "2.0", "id": self.request_id, "error": error})
+        return {"jsonrpc": "2.0", "id": self.request_id, "error": error}
+
+    def reply(self) -> bytes:
+        return _line(self.as_dict())
 
 
-def _line(message: dict[str, Any]) -> bytes:
+def _line(message: dict[str, Any] | list[dict[str, Any]]) -> bytes:
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace") + b"\n"
 
 
-def read_message(data: bytes) -> types.JSONRPCMessage | None:
-    """The JSON-RPC message in one line, None for a blank line; Refusal when it is not one."""
+def read_line(data: bytes) -> object:
+    """The JSON value in one line (None for a blank line); Refusal when it is not JSON."""
     data = data.removesuffix(b"\r")
     if not data.strip():
         return None
@@ -283,10 +288,9 @@ def read_message(data: bytes) -> types.JSONRPCMessage | None:
         request_id = _id_of(data.decode("utf-8", "surrogateescape"))
         raise Refusal(PARSE_ERROR, f"Parse error: {error}", request_id) from None
     try:
-        value = parse_json_text(text, "")
+        return parse_json_text(text, "")
     except JsonTextError as error:
         raise Refusal(PARSE_ERROR, f"Parse error: {error}") from None
-    return _as_message(value)
 
 
 def _id_of(text: str) -> types.RequestId | None:
@@ -298,9 +302,10 @@ def _id_of(text: str) -> types.RequestId | None:
     return raw if _is_request_id(raw) else None
 
 
-def _as_message(value: object) -> types.JSONRPCMessage:
+def as_message(value: object, *, in_batch: bool = False) -> types.JSONRPCMessage:
+    """The JSON-RPC message a parsed line (or batch member) holds; Refusal when it is not one."""
     if isinstance(value, list):
-        raise Refusal(INVALID_REQUEST, "Invalid request: batches (JSON arrays) are not served at any offered version")
+        raise Refusal(INVALID_REQUEST, "Invalid request: batches (JSON arrays) are served only at protocol 2025-03-26")
     if not isinstance(value, dict):
         raise Refusal(INVALID_REQUEST, "Invalid request: a JSON-RPC message is a JSON object")
     has_id = "id" in value
@@ -316,6 +321,8 @@ def _as_message(value: object) -> types.JSONRPCMessage:
         if "params" in value and not isinstance(value["params"], dict):
             raise Refusal(INVALID_REQUEST, 'Invalid request: "params" must be an object', request_id)
         if value["method"] == "initialize" and has_id:
+            if in_batch:
+                raise Refusal(INVALID_REQUEST, "Invalid request: initialize may not be part of a batch", request_id)
             value = {**value, "params": served_initialize_params(value.get("params"))}
     elif not has_id or ("result" in value) == ("error" in value):
         raise Refusal(INVALID_REQUEST, "Invalid request: neither a request, a notification nor a response", request_id)
@@ -366,6 +373,43 @@ def _key(request_id: types.RequestId) -> tuple[type, types.RequestId]:
     return (type(request_id), request_id)
 
 
+class _Batch:
+    """The answers to one JSON-RPC batch, sent as one array once every request is settled."""
+
+    def __init__(self, out: MemoryObjectSendStream[bytes]) -> None:
+        self.out = out
+        self.answers: list[dict[str, Any] | None] = []  # in the order of the batch's members
+        self.slots: dict[tuple[type, types.RequestId], int] = {}
+        self.waiting = 0
+        self.sent = False
+
+    def refused(self, refusal: Refusal) -> None:
+        self.answers.append(refusal.as_dict())
+
+    def expect(self, request_id: types.RequestId) -> None:
+        key = _key(request_id)
+        if key in self.slots:
+            raise Refusal(INVALID_REQUEST, "Invalid request: the id is used twice in this batch", request_id)
+        self.slots[key] = len(self.answers)
+        self.answers.append(None)
+        self.waiting += 1
+
+    def answer(self, request_id: types.RequestId, reply: dict[str, Any] | None) -> None:
+        """One request's answer (None: settled without one, as when cancelled)."""
+        index = self.slots.pop(_key(request_id), None)
+        if index is not None:
+            self.answers[index] = reply
+            self.waiting -= 1
+
+    async def send_if_complete(self, out: MemoryObjectSendStream[bytes] | None = None) -> None:
+        if self.waiting or self.sent:
+            return
+        self.sent = True
+        replies = [answer for answer in self.answers if answer is not None]
+        if replies:  # a batch of notifications only gets no answer at all
+            await (out or self.out).send(_line(replies))
+
+
 _EOF: Final = object()
 
 
@@ -378,6 +422,9 @@ class _Session:
         self.unanswered = _Unanswered()
         self.output_gone = anyio.Event()
         self.flushed = anyio.Event()  # the writer wrote everything and stopped
+        self.negotiated: str | None = None  # the protocol version the handshake settled on
+        self._initialize_ids: set[tuple[type, types.RequestId]] = set()
+        self._batches: dict[tuple[type, types.RequestId], _Batch] = {}
 
     async def run(self) -> None:
         server = build_server(workspace=self.workspace)
@@ -435,24 +482,78 @@ class _Session:
                 if item is _EOF:
                     break
                 try:
-                    message = self._message_of(item)
+                    value = self._value_of(item)
+                    if isinstance(value, list) and self.negotiated in BATCH_VERSIONS:
+                        if not value:
+                            raise Refusal(INVALID_REQUEST, "Invalid request: an empty batch")
+                        await self._relay_batch(value, to_server, out)
+                        continue
+                    message = None if value is None else as_message(value)
                 except Refusal as refusal:
                     logger.info("refused a message: %s", refusal.message)
                     await out.send(refusal.reply())
                     continue
-                if message is None:
-                    continue
-                metadata = None
-                if isinstance(message, types.JSONRPCRequest):
-                    metadata = ServerMessageMetadata(on_request_unanswered=self.unanswered.add(message.id))
-                await to_server.send(SessionMessage(message, metadata=metadata))
+                if message is not None:
+                    await self._relay(message, to_server, None)
             self.unanswered.end_of_input()
             with anyio.move_on_after(DRAIN_SECONDS) as waited:
                 await self.unanswered.drained.wait()
             if waited.cancelled_caught:
                 logger.warning("stdin closed; gave up waiting for answers after %.0f s", DRAIN_SECONDS)
 
-    def _message_of(self, item: object) -> types.JSONRPCMessage | None:
+    async def _relay(
+        self,
+        message: types.JSONRPCMessage,
+        to_server: MemoryObjectSendStream[SessionMessage | Exception],
+        batch: _Batch | None,
+    ) -> None:
+        metadata = None
+        if isinstance(message, types.JSONRPCRequest):
+            key = _key(message.id)
+            settled = self.unanswered.add(message.id)
+            if batch is not None:
+                self._batches[key] = batch
+                settled = self._settled_in_batch(message.id, settled)
+            elif message.method == "initialize":
+                self._initialize_ids.add(key)
+            metadata = ServerMessageMetadata(on_request_unanswered=settled)
+        await to_server.send(SessionMessage(message, metadata=metadata))
+
+    async def _relay_batch(
+        self,
+        members: list[object],
+        to_server: MemoryObjectSendStream[SessionMessage | Exception],
+        out: MemoryObjectSendStream[bytes],
+    ) -> None:
+        """A JSON-RPC batch (protocol 2025-03-26): each member served, the answers in one array."""
+        batch = _Batch(out)
+        messages = []
+        for member in members:
+            try:
+                message = as_message(member, in_batch=True)
+                if isinstance(message, types.JSONRPCRequest):
+                    batch.expect(message.id)
+            except Refusal as refusal:
+                batch.refused(refusal)
+                continue
+            messages.append(message)
+        for message in messages:
+            await self._relay(message, to_server, batch)
+        await batch.send_if_complete()
+
+    def _settled_in_batch(
+        self, request_id: types.RequestId, settled: Callable[[], Awaitable[None]]
+    ) -> Callable[[], Awaitable[None]]:
+        async def also_in_batch() -> None:
+            batch = self._batches.pop(_key(request_id), None)
+            if batch is not None:
+                batch.answer(request_id, None)
+                await batch.send_if_complete()
+            await settled()
+
+        return also_in_batch
+
+    def _value_of(self, item: object) -> object:
         if isinstance(item, Oversized):
             raise Refusal(
                 INVALID_REQUEST,
@@ -461,7 +562,7 @@ class _Session:
                 item.request_id,
             )
         assert isinstance(item, Line)
-        return read_message(item.data)
+        return read_line(item.data)
 
     # messages -> stdout
 
@@ -471,6 +572,19 @@ class _Session:
         async with from_server, out:
             async for item in from_server:
                 message = item.message
+                if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) and message.id is not None:
+                    key = _key(message.id)
+                    if key in self._initialize_ids:
+                        self._initialize_ids.discard(key)
+                        if isinstance(message, types.JSONRPCResponse):
+                            version = message.result.get("protocolVersion")
+                            self.negotiated = version if isinstance(version, str) else None
+                    batch = self._batches.pop(key, None)
+                    if batch is not None:
+                        batch.answer(message.id, message.model_dump(by_alias=True, exclude_unset=True, mode="json"))
+                        await batch.send_if_complete(out)
+                        self.unanswered.discard(message.id)
+                        continue
                 data = message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8", "backslashreplace")
                 await out.send(data + b"\n")
                 if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) and message.id is not None:

@@ -12,3 +12,11 @@ settings.load_profile("codescout")
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def node_tools() -> object:
+    """The pinned Node clients (conformance suite, TypeScript SDK, mcpb), installed once."""
+    from tests.nodetools import install
+
+    return install()

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import re
-import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,69 +16,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from codescout_mcp.contract import INPUT_SCHEMA, TOOL_NAME
-from tests.helpers import EXAMPLE, as_json, codescout_exe, reference_rank
+from tests.helpers import as_json, codescout_exe, reference_rank
+from tests.httpserver import CALL, RunningServer
 
 TOKEN = "s3cret-token-for-tests"
-CALL = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "tools/call",
-    "params": {"name": TOOL_NAME, "arguments": json.loads(EXAMPLE.read_text(encoding="utf-8"))},
-}
-
-
-class RunningServer:
-    def __init__(self, *args: str, token: str | None = None) -> None:
-        env = {k: v for k, v in os.environ.items() if k != "CODESCOUT_AUTH_TOKEN"}
-        if token is not None:
-            env["CODESCOUT_AUTH_TOKEN"] = token
-        self.proc = subprocess.Popen(
-            [codescout_exe(), "mcp", "--transport", "streamable-http", "--port", "0", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-        assert self.proc.stderr is not None
-        self.banner = ""
-        while "serving MCP" not in self.banner:
-            line = self.proc.stderr.readline().decode()
-            if not line:
-                raise AssertionError(f"server did not start: {self.banner}")
-            self.banner += line
-        found = re.search(r"http://(\S+?):(\d+)/mcp", self.banner)
-        assert found is not None
-        self.port = int(found.group(2))
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-
-    def post(self, body: bytes, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        try:
-            sent = {
-                "Content-Type": "application/json",
-                "Accept": "application/json, text/event-stream",
-                "MCP-Protocol-Version": "2025-11-25",
-                **(headers or {}),
-            }
-            if "Host" in sent:
-                connection.putrequest("POST", "/mcp", skip_host=True)
-            else:
-                connection.putrequest("POST", "/mcp")
-            for name, value in sent.items():
-                connection.putheader(name, value)
-            connection.putheader("Content-Length", str(len(body)))
-            connection.endheaders(body)
-            response = connection.getresponse()
-            return response.status, response.read()
-        finally:
-            connection.close()
-
-    def call(self, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
-        return self.post(json.dumps(CALL).encode(), headers)
-
-    def stop(self) -> tuple[int, str]:
-        self.proc.send_signal(signal.SIGTERM)
-        _, stderr = self.proc.communicate(timeout=20)
-        return self.proc.returncode, self.banner + stderr.decode("utf-8", "replace")
 
 
 @pytest.fixture

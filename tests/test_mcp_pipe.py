@@ -38,7 +38,7 @@ def big_call(rid: int, size: int = 300_000) -> bytes:
     return request(rid, "tools/call", {"name": "rank_search_results", "arguments": {"hits": hits, "limit": 2}})
 
 
-def converse(data: bytes, *args: str, timeout: float = 60) -> tuple[int, list[dict[str, Any]], str]:
+def converse(data: bytes, *args: str, timeout: float = 60) -> tuple[int, list[Any], str]:
     done = subprocess.run(
         [codescout_exe(), "mcp", *args], input=data, capture_output=True, timeout=timeout, check=False
     )
@@ -49,11 +49,12 @@ def converse(data: bytes, *args: str, timeout: float = 60) -> tuple[int, list[di
 @pytest.mark.parametrize(
     ("asked", "served"),
     [
+        ("2024-11-05", "2024-11-05"),
+        ("2025-03-26", "2025-03-26"),
         ("2025-06-18", "2025-06-18"),
         ("2025-11-25", "2025-11-25"),
-        ("2025-03-26", "2025-11-25"),  # needs JSON-RPC batches, which are not served
-        ("2024-11-05", "2025-11-25"),  # predates structured tool results
         ("2099-01-01", "2025-11-25"),
+        ("2026-07-28", "2025-11-25"),  # not a handshake version
     ],
 )
 def test_handshake_serves_exactly_the_listed_versions(asked: str, served: str) -> None:
@@ -61,7 +62,59 @@ def test_handshake_serves_exactly_the_listed_versions(asked: str, served: str) -
     assert status == 0
     assert replies[0]["result"]["protocolVersion"] == served
     assert replies[0]["result"]["serverInfo"]["name"] == "codescout"
-    assert replies[1]["result"]["structuredContent"]["results"][0]["score"] == 296
+    result = replies[1]["result"]
+    assert json.loads(result["content"][0]["text"])["results"][0]["score"] == 296
+    if served != "2024-11-05":
+        assert result["structuredContent"]["results"][0]["score"] == 296
+
+
+def batch_line(*members: Any) -> bytes:
+    return json.dumps(list(members)).encode() + b"\n"
+
+
+def test_a_batch_at_2025_03_26_is_served_and_answered_in_one_array() -> None:
+    notification = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}
+    data = initialize(1, "2025-03-26") + INITIALIZED
+    data += batch_line(
+        json.loads(request(2, "tools/call", CALL)),
+        json.loads(request(3, "ping")),
+        notification,
+        5,
+        json.loads(request(3, "ping")),
+        json.loads(initialize(4, "2025-03-26")),
+    )
+    data += batch_line(notification) + b"[]\n" + request(9, "ping")
+    status, replies, _ = converse(data)
+    assert status == 0
+    batch: list[dict[str, Any]] = replies[1]
+    assert [(a["id"], a.get("error", {}).get("code")) for a in batch] == [
+        (2, None),
+        (3, None),
+        (None, -32600),
+        (3, -32600),
+        (4, -32600),
+    ]
+    assert batch[0]["result"]["structuredContent"]["counts"] == {"hits": 1, "returned": 1}
+    assert batch[3]["error"]["message"] == "Invalid request: the id is used twice in this batch"
+    assert batch[4]["error"]["message"] == "Invalid request: initialize may not be part of a batch"
+    # A batch of notifications only gets no answer; an empty batch is one error.
+    assert replies[2] == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": "Invalid request: an empty batch"},
+    }
+    assert replies[3] == {"jsonrpc": "2.0", "id": 9, "result": {}}
+    assert len(replies) == 4
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-06-18", "2025-11-25"])
+def test_a_batch_at_any_other_version_is_an_invalid_request(version: str) -> None:
+    status, replies, _ = converse(initialize(1, version) + INITIALIZED + batch_line(json.loads(request(2, "ping"))))
+    assert status == 0
+    assert replies[1]["error"] == {
+        "code": -32600,
+        "message": "Invalid request: batches (JSON arrays) are served only at protocol 2025-03-26",
+    }
 
 
 def test_every_line_that_is_not_a_message_gets_an_error_answer() -> None:

@@ -1,0 +1,139 @@
+"""Build the MCP Bundle (.mcpb) for Claude Desktop and other MCPB hosts.
+
+    python bundle/build.py [--out DIR] [--stage DIR]
+
+writes DIR/codescout-mcp-<version>.mcpb (DIR defaults to dist/). The bundle uses server
+type "uv" (manifest 0.4): it carries the package's sources and pyproject.toml, and the host
+installs Python and the dependencies itself, so the bundle holds no virtual environment.
+Its tool list is what the server's tools/list returns, read from the package itself.
+`--stage DIR` also keeps the unpacked folder (the tests run the official `mcpb` on it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# What goes in, relative to the checkout: the package, what builds it, and the entry point.
+FILES = ("pyproject.toml", "README.md", "LICENSE")
+PACKAGE = "codescout_mcp"
+ENTRY_POINT = "server/main.py"
+IGNORED = (".venv/", "__pycache__/", "*.pyc", "server/lib/", "server/venv/", ".pytest_cache/", ".mypy_cache/")
+# A fixed time for every entry, so that the same sources always give the same bytes.
+ZIP_TIME = (2026, 1, 1, 0, 0, 0)
+
+
+def project() -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+    with open(ROOT / "pyproject.toml", "rb") as handle:
+        data: dict[str, Any] = tomllib.load(handle)["project"]
+    return data
+
+
+def listed_tools() -> list[dict[str, str]]:
+    """The tools a default server lists, as the manifest names them."""
+    from mcp import Client
+
+    from codescout_mcp.server import build_server
+
+    async def ask() -> list[dict[str, str]]:
+        async with Client(build_server(), mode="legacy") as client:
+            listed = await client.list_tools()
+        return [{"name": tool.name, "description": tool.description or ""} for tool in listed.tools]
+
+    return asyncio.run(ask())
+
+
+def manifest() -> dict[str, Any]:
+    from codescout_mcp import __version__
+
+    meta = project()
+    urls = meta["urls"]
+    return {
+        "manifest_version": "0.4",
+        "name": meta["name"],
+        "display_name": "codescout",
+        "version": __version__,
+        "description": "Ranks code-search hits you already have by match count and recency, best first.",
+        "long_description": (
+            "codescout takes the hits of a code search you already ran (each file's path, match count and "
+            "days since it last changed) and returns them ranked by one fixed rule: "
+            "score = matches * 100 - last_modified_days. It runs no search, reads no files and keeps no state."
+        ),
+        "author": {"name": meta["authors"][0]["name"]},
+        "repository": {"type": "git", "url": urls["Repository"]},
+        "homepage": urls["Homepage"],
+        "documentation": urls["Homepage"],
+        "support": urls["Issues"],
+        "license": meta["license"],
+        "keywords": meta["keywords"],
+        "server": {
+            "type": "uv",
+            "entry_point": ENTRY_POINT,
+            "mcp_config": {"command": "uv", "args": ["run", "--directory", "${__dirname}", ENTRY_POINT]},
+        },
+        "tools": listed_tools(),
+        "tools_generated": False,
+        "compatibility": {
+            "platforms": ["darwin", "linux", "win32"],
+            "runtimes": {"python": meta["requires-python"]},
+        },
+    }
+
+
+def stage(target: Path) -> None:
+    """The bundle's files, unpacked, in `target`."""
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    for name in FILES:
+        shutil.copy2(ROOT / name, target / name)
+    shutil.copytree(ROOT / PACKAGE, target / PACKAGE, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (target / "server").mkdir()
+    shutil.copy2(ROOT / "bundle" / "main.py", target / ENTRY_POINT)
+    (target / ".mcpbignore").write_text("\n".join(IGNORED) + "\n", encoding="utf-8")
+    (target / "manifest.json").write_text(json.dumps(manifest(), indent=2) + "\n", encoding="utf-8")
+
+
+def pack(folder: Path, output: Path) -> None:
+    """Zip `folder` into `output`, entries sorted and stamped with one fixed time."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(output, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            info = zipfile.ZipInfo(path.relative_to(folder).as_posix(), date_time=ZIP_TIME)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Build codescout-mcp-<version>.mcpb.")
+    parser.add_argument("--out", type=Path, default=ROOT / "dist", help="where to write the bundle (default dist/)")
+    parser.add_argument("--stage", type=Path, help="also keep the unpacked bundle in this folder")
+    args = parser.parse_args(argv)
+    from codescout_mcp import __version__
+
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = args.stage or Path(scratch) / "bundle"
+        stage(folder)
+        output = args.out / f"codescout-mcp-{__version__}.mcpb"
+        pack(folder, output)
+    print(output)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,101 @@
+"""`codescout mcp --transport streamable-http` as a subprocess on a free loopback port."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+from typing import Any
+
+from codescout_mcp.contract import TOOL_NAME
+from tests.helpers import EXAMPLE, codescout_exe
+
+CALL = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": TOOL_NAME, "arguments": json.loads(EXAMPLE.read_text(encoding="utf-8"))},
+}
+
+
+class RunningServer:
+    """The HTTP server, started as a user would; its stderr is read all along (never blocks it)."""
+
+    def __init__(self, *args: str, token: str | None = None, env: dict[str, str] | None = None) -> None:
+        environment = {k: v for k, v in os.environ.items() if k != "CODESCOUT_AUTH_TOKEN"}
+        if token is not None:
+            environment["CODESCOUT_AUTH_TOKEN"] = token
+        environment.update(env or {})
+        self.proc = subprocess.Popen(
+            [codescout_exe(), "mcp", "--transport", "streamable-http", "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=environment,
+        )
+        assert self.proc.stderr is not None
+        self.banner = ""
+        while "serving MCP" not in self.banner:
+            line = self.proc.stderr.readline().decode()
+            if not line:
+                raise AssertionError(f"server did not start: {self.banner}")
+            self.banner += line
+        found = re.search(r"http://(\S+?):(\d+)/mcp", self.banner)
+        assert found is not None
+        self.host = found.group(1).strip("[]")
+        self.port = int(found.group(2))
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self._log: list[bytes] = []
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        for line in iter(self.proc.stderr.readline, b""):
+            self._log.append(line)
+
+    @property
+    def log(self) -> str:
+        return self.banner + b"".join(self._log).decode("utf-8", "replace")
+
+    def post(self, body: bytes, headers: dict[str, str] | None = None, *, path: str = "/mcp") -> tuple[int, bytes]:
+        status, _, data = self.request("POST", body, headers, path=path)
+        return status, data
+
+    def request(
+        self, method: str, body: bytes = b"", headers: dict[str, str] | None = None, *, path: str = "/mcp"
+    ) -> tuple[int, dict[str, str], bytes]:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            sent = {
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2025-11-25",
+                **(headers or {}),
+            }
+            connection.putrequest(method, path, skip_host="Host" in sent)
+            for name, value in sent.items():
+                connection.putheader(name, value)
+            connection.putheader("Content-Length", str(len(body)))
+            connection.endheaders(body)
+            response = connection.getresponse()
+            return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+        finally:
+            connection.close()
+
+    def call(self, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+        return self.post(json.dumps(CALL).encode(), headers)
+
+    def call_result(self) -> Any:
+        status, body = self.call()
+        assert status == 200, body
+        return json.loads(body)["result"]
+
+    def stop(self, timeout: float = 20) -> tuple[int, str]:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=5)
+        return self.proc.returncode, self.log

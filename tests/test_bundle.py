@@ -1,0 +1,144 @@
+"""The Claude Desktop bundle: built by one command, checked by the official `mcpb`, and run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from codescout_mcp import __version__
+from codescout_mcp.server import build_server
+from tests.helpers import EXAMPLE, EXAMPLE_RESULT, ROOT
+from tests.nodetools import NodeTools
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+FORBIDDEN = (".venv/", "venv/", "server/lib/", "__pycache__/", ".pyc", ".pytest_cache", ".mypy_cache", "node_modules")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(the bundle, its unpacked folder), from the documented command."""
+    out = tmp_path_factory.mktemp("bundle")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bundle" / "build.py"), "--out", str(out), "--stage", str(out / "stage")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    bundle = out / f"codescout-mcp-{__version__}.mcpb"
+    assert done.stdout.strip() == str(bundle)
+    return bundle, out / "stage"
+
+
+def names_in(bundle: Path) -> list[str]:
+    with zipfile.ZipFile(bundle) as archive:
+        return sorted(archive.namelist())
+
+
+def manifest_of(bundle: Path) -> dict[str, Any]:
+    with zipfile.ZipFile(bundle) as archive:
+        data: dict[str, Any] = json.loads(archive.read("manifest.json"))
+    return data
+
+
+def test_the_official_mcpb_validates_the_manifest(node_tools: NodeTools, built: tuple[Path, Path]) -> None:
+    _, stage = built
+    done = subprocess.run(
+        [*node_tools.command("mcpb"), "validate", str(stage / "manifest.json")],
+        capture_output=True,
+        text=True,
+        env=node_tools.env(),
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "validation passes" in done.stdout
+
+
+def test_the_official_mcpb_packs_the_same_files(
+    node_tools: NodeTools, built: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bundle, stage = built
+    packed = tmp_path / "packed.mcpb"
+    done = subprocess.run(
+        [*node_tools.command("mcpb"), "pack", str(stage), str(packed)],
+        capture_output=True,
+        text=True,
+        env=node_tools.env(),
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    ours, theirs = names_in(bundle), names_in(packed)
+    # mcpb leaves out the ignore file itself; otherwise the two bundles hold the same files.
+    assert [n for n in ours if n != ".mcpbignore"] == [n for n in theirs if n != ".mcpbignore"]
+    assert manifest_of(packed) == manifest_of(bundle)
+    print(f"bundle: {bundle.stat().st_size} bytes ({len(ours)} files); mcpb pack: {packed.stat().st_size} bytes")
+
+
+def test_the_bundle_holds_sources_and_no_environment(built: tuple[Path, Path]) -> None:
+    bundle, _ = built
+    names = names_in(bundle)
+    for required in (
+        "manifest.json",
+        "pyproject.toml",
+        "README.md",
+        "LICENSE",
+        "server/main.py",
+        "codescout_mcp/cli.py",
+    ):
+        assert required in names
+    for name in names:
+        assert not any(part in name for part in FORBIDDEN), name
+    assert bundle.stat().st_size < 200_000
+
+
+def test_the_manifest_says_what_the_server_does(built: tuple[Path, Path]) -> None:
+    manifest = manifest_of(built[0])
+    with open(ROOT / "pyproject.toml", "rb") as handle:
+        meta = tomllib.load(handle)["project"]
+    assert manifest["manifest_version"] == "0.4"
+    assert (manifest["name"], manifest["version"], manifest["license"]) == ("codescout-mcp", __version__, "MIT")
+    assert manifest["server"]["type"] == "uv"
+    assert manifest["compatibility"]["runtimes"] == {"python": meta["requires-python"]}
+
+    async def listed() -> list[dict[str, str]]:
+        async with Client(build_server(), mode="legacy") as client:
+            tools = await client.list_tools()
+        return [{"name": t.name, "description": t.description or ""} for t in tools.tools]
+
+    import anyio
+
+    assert manifest["tools"] == anyio.run(listed)
+
+
+@pytest.mark.anyio
+async def test_the_hosts_command_serves_a_session(built: tuple[Path, Path], tmp_path: Path) -> None:
+    """What an MCPB host runs (manifest's mcp_config): uv installs the project and its dependencies."""
+    _, stage = built
+    unpacked = tmp_path / "installed"
+    shutil.copytree(stage, unpacked)
+    manifest = json.loads((unpacked / "manifest.json").read_text(encoding="utf-8"))
+    config = manifest["server"]["mcp_config"]
+    args = [arg.replace("${__dirname}", str(unpacked)) for arg in config["args"]]
+    uv = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
+    env = dict(os.environ, UV_CACHE_DIR=str(ROOT / ".cache" / "uv"), UV_PROJECT_ENVIRONMENT=str(tmp_path / "venv"))
+    async with Client(
+        StdioServerParameters(command=uv, args=args, env=env), mode="legacy", read_timeout_seconds=300
+    ) as c:
+        result = await c.call_tool("rank_search_results", json.loads(EXAMPLE.read_text(encoding="utf-8")))
+    assert result.structured_content == EXAMPLE_RESULT

@@ -26,6 +26,7 @@ import ipaddress
 import json
 import logging
 import os
+import signal
 import socket
 import sys
 import time
@@ -185,7 +186,16 @@ class Guard:
             await self.app(scope, receive, send)
             return
         started = time.monotonic()
-        status = await self._serve(scope, receive, _Recorder(send))
+        recorder = _Recorder(send)
+        try:
+            status = await self._serve(scope, receive, recorder)
+        except asyncio.CancelledError:
+            # The shutdown timeout ran out while this request was still arriving or being
+            # served: tell the client, rather than leave uvicorn to log a traceback.
+            if recorder.status is not None:
+                raise
+            await _respond(recorder, 503, b"Service Unavailable: the server is shutting down\n", close=True)
+            status = recorder.status
         if logger.isEnabledFor(logging.INFO):
             # The path only: a client may put a secret in the query string.
             elapsed = (time.monotonic() - started) * 1000
@@ -260,14 +270,16 @@ class Guard:
                     chunk = message.get("body", b"")
                     size += len(chunk)
                     if size > limit:
-                        await _respond(send, 413, TOO_LARGE, linger=receive)
-                        return None
+                        break
                     parts.append(chunk)
                     if not message.get("more_body", False):
                         return b"".join(parts)
         except TimeoutError:
             await _respond(send, 408, b"Request Timeout: the body did not arrive in time\n", close=True)
             return None
+        # Too large: answered outside the deadline, which must not cut the answer short.
+        await _respond(send, 413, TOO_LARGE, linger=receive)
+        return None
 
     async def _serve_batch(self, scope: Scope, body: bytes, send: _Recorder) -> None:
         """A JSON-RPC batch (protocol 2025-03-26): each member served in turn, answers in one array."""
@@ -499,13 +511,6 @@ def serve_http(settings: HttpSettings, *, workspace: str | None = None) -> int:
             "header is a loopback name will be served; add --allow-host NAME:PORT for the name clients use\n"
         )
     app = build_app(settings, token=token, workspace=workspace)
-    bound_host, bound_port = sock.getsockname()[:2]
-    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    sys.stderr.write(
-        f"codescout: serving MCP (streamable HTTP, stateless) at http://{shown}:{bound_port}{ENDPOINT}"
-        f"{' with a bearer token' if token else ''}\n"
-    )
-    sys.stderr.flush()
     config = uvicorn.Config(
         app,
         http=_protocol_for(settings.request_timeout),
@@ -517,7 +522,18 @@ def serve_http(settings: HttpSettings, *, workspace: str | None = None) -> int:
         # uvicorn hands this to asyncio.wait_for, which takes any number of seconds.
         timeout_graceful_shutdown=settings.shutdown_timeout,  # type: ignore[arg-type]
     )
-    _GracefulServer(config).run(sockets=[sock])
+    server = _GracefulServer(config)
+    # Stop cleanly on a signal from now on, even before uvicorn takes the signals over.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, server.handle_exit)
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    sys.stderr.write(
+        f"codescout: serving MCP (streamable HTTP, stateless) at http://{shown}:{bound_port}{ENDPOINT}"
+        f"{' with a bearer token' if token else ''}\n"
+    )
+    sys.stderr.flush()
+    server.run(sockets=[sock])
     return 0
 
 

@@ -6,6 +6,7 @@ import http.client
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import threading
@@ -25,16 +26,26 @@ CALL = {
 class RunningServer:
     """The HTTP server, started as a user would; its stderr is read all along (never blocks it)."""
 
-    def __init__(self, *args: str, token: str | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, *args: str, token: str | None = None, env: dict[str, str] | None = None, nofile: int | None = None
+    ) -> None:
         environment = {k: v for k, v in os.environ.items() if k != "CODESCOUT_AUTH_TOKEN"}
         if token is not None:
             environment["CODESCOUT_AUTH_TOKEN"] = token
         environment.update(env or {})
+
+        def limit_descriptors() -> None:
+            if nofile is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
         self.proc = subprocess.Popen(
             [codescout_exe(), "mcp", "--transport", "streamable-http", "--port", "0", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=environment,
+            preexec_fn=None
+            if nofile is None
+            else (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))),
         )
         assert self.proc.stderr is not None
         self.banner = ""

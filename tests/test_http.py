@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -104,10 +108,32 @@ def test_foreign_origin_is_refused_with_403(server: RunningServer) -> None:
     assert server.call({"Origin": f"http://localhost:{server.port}"})[0] == 200
 
 
-def test_malformed_bodies_get_4xx_and_the_server_stays_up(server: RunningServer) -> None:
-    for body in (b"{not json", b"", b"[]", b'{"jsonrpc": "2.0"}', b"\xff\xfe"):
-        status, _ = server.post(body)
-        assert 400 <= status < 500, body
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"{not json", -32700),
+        (b"", -32700),
+        (b"\xff\xfe", -32700),
+        (b"[]", -32600),
+        (b"[1]", -32600),
+        (b"null", -32600),
+        (b"5", -32600),
+        (b'"text"', -32600),
+    ],
+)
+def test_malformed_bodies_get_400_with_a_one_line_json_rpc_error(server: RunningServer, body: bytes, code: int) -> None:
+    status, answer = server.post(body)
+    assert status == 400, answer
+    assert b"\n" not in answer.strip()
+    error = json.loads(answer)
+    assert (error["jsonrpc"], error["id"], error["error"]["code"]) == ("2.0", None, code)
+    assert "validation error" not in error["error"]["message"]  # no pydantic dump
+    assert server.call()[0] == 200
+
+
+def test_an_object_that_is_not_a_message_gets_400(server: RunningServer) -> None:
+    status, _ = server.post(b'{"jsonrpc": "2.0"}')
+    assert status == 400
     assert server.call()[0] == 200
 
 
@@ -224,3 +250,260 @@ def test_result_shape_over_http_matches_stdio(server: RunningServer) -> None:
     assert status == 200
     content = reply["result"]["content"]
     assert json.loads(content[0]["text"]) == reply["result"]["structuredContent"]
+
+
+# --- hardening: methods, slow and greedy clients, limits, signals -----------------------------
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "PATCH"])
+def test_only_post_is_served_on_the_endpoint(server: RunningServer, method: str) -> None:
+    status, headers, _ = server.request(method)
+    assert (status, headers.get("allow")) == (405, "POST")
+
+
+def slow_socket(server: RunningServer) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    sock.settimeout(30)
+    return sock
+
+
+def read_all(sock: socket.socket) -> bytes:
+    data = b""
+    try:
+        while chunk := sock.recv(65536):
+            data += chunk
+    except (ConnectionResetError, TimeoutError):
+        pass
+    return data
+
+
+HEADERS = (
+    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+)
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [b"", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n", HEADERS + b'Content-Length: 100\r\n\r\n{"jsonrpc"'],
+    ids=["nothing", "half the headers", "half the body"],
+)
+def test_a_request_not_complete_in_time_gets_408_and_is_closed(sent: bytes) -> None:
+    running = RunningServer("--request-timeout", "1")
+    try:
+        sock = slow_socket(running)
+        sock.sendall(sent)
+        started = time.monotonic()
+        answer = read_all(sock)
+        elapsed = time.monotonic() - started
+        assert answer.startswith(b"HTTP/1.1 408 "), answer[:100]
+        assert 0.8 < elapsed < 3
+        assert running.call()[0] == 200
+    finally:
+        status, log = running.stop()
+    assert status == 0
+    assert "Traceback" not in log
+
+
+def test_a_413_closes_the_connection_instead_of_reading_an_endless_body() -> None:
+    running = RunningServer("--max-body-bytes", "100000")
+    try:
+        sock = slow_socket(running)
+        sock.sendall(HEADERS + b"Transfer-Encoding: chunked\r\n\r\n")
+        started = time.monotonic()
+        chunk = b"10000\r\n" + b" " * 0x10000 + b"\r\n"
+        try:
+            while time.monotonic() - started < 20:
+                sock.sendall(chunk)
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+        elapsed = time.monotonic() - started
+        assert elapsed < 5, "the server kept reading an endless body"
+        assert read_all(sock).startswith(b"HTTP/1.1 413 ")
+        assert running.call()[0] == 200
+    finally:
+        status, log = running.stop()
+    assert status == 0
+    assert "Traceback" not in log
+
+
+def test_a_client_that_leaves_mid_body_leaves_no_traceback() -> None:
+    running = RunningServer("--log-level", "debug")
+    try:
+        for _ in range(5):
+            sock = slow_socket(running)
+            sock.sendall(HEADERS + b'Content-Length: 1000\r\n\r\n{"jsonrpc": ')
+            sock.close()
+        assert running.call()[0] == 200
+    finally:
+        status, log = running.stop()
+    assert status == 0
+    assert "Traceback" not in log and "Exception" not in log
+
+
+def test_beyond_max_concurrent_requests_get_503_with_retry_after() -> None:
+    running = RunningServer("--max-concurrent", "2")
+    held = []
+    try:
+        for _ in range(2):  # two requests in flight, their bodies never finished
+            sock = slow_socket(running)
+            sock.sendall(HEADERS + b"Content-Length: 1000\r\n\r\n{")
+            held.append(sock)
+        time.sleep(0.3)
+        status, headers, _ = running.request("POST", json.dumps(CALL).encode())
+        assert (status, headers.get("retry-after")) == (503, "1")
+        for sock in held:
+            sock.close()
+        deadline = time.monotonic() + 5
+        while running.call()[0] != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        status, _ = running.stop()
+    assert status == 0
+
+
+def test_sigterm_lets_a_request_in_flight_finish_then_exits_zero() -> None:
+    running = RunningServer()
+    hits = [{"path": f"p/{i}", "matches": 1 + i % 9, "last_modified_days": i % 50} for i in range(150_000)]
+    body = json.dumps({**CALL, "params": {"name": TOOL_NAME, "arguments": {"hits": hits, "limit": 3}}}).encode()
+    answers: list[tuple[int, bytes]] = []
+    worker = threading.Thread(target=lambda: answers.append(running.post(body)))
+    worker.start()
+    time.sleep(0.5)  # the call is being read or ranked
+    status, log = running.stop()
+    worker.join(timeout=30)
+    assert status == 0, log
+    assert answers and answers[0][0] == 200
+    assert json.loads(answers[0][1])["result"]["structuredContent"]["counts"] == {"hits": 150_000, "returned": 3}
+    assert "Traceback" not in log
+
+
+def test_sigterm_waits_at_most_the_shutdown_timeout_for_slow_clients_and_a_second_signal_exits() -> None:
+    running = RunningServer("--shutdown-timeout", "1", "--request-timeout", "60")
+    sock = slow_socket(running)
+    sock.sendall(HEADERS + b"Content-Length: 1000\r\n\r\n{")
+    time.sleep(0.3)
+    started = time.monotonic()
+    status, log = running.stop()
+    assert status == 0
+    assert time.monotonic() - started < 4
+    assert "Traceback" not in log
+
+    again = RunningServer("--shutdown-timeout", "30", "--request-timeout", "60")
+    sock = slow_socket(again)
+    sock.sendall(HEADERS + b"Content-Length: 1000\r\n\r\n{")
+    time.sleep(0.3)
+    again.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    started = time.monotonic()
+    again.proc.send_signal(signal.SIGINT)
+    assert again.proc.wait(timeout=5) == 0
+    assert time.monotonic() - started < 1
+    assert "Traceback" not in again.stop()[1]
+
+
+def test_at_the_descriptor_limit_it_warns_once_a_second_and_recovers() -> None:
+    running = RunningServer("--log-level", "info", nofile=64)
+    held = []
+    try:
+        for _ in range(200):  # far more than 64 descriptors
+            try:
+                held.append(socket.create_connection(("127.0.0.1", running.port), timeout=1))
+            except OSError:
+                break
+        time.sleep(3)
+        for sock in held:
+            sock.close()
+        time.sleep(1.5)
+        assert running.call()[0] == 200
+    finally:
+        status, log = running.stop()
+    assert status == 0
+    warnings = [line for line in log.splitlines() if "cannot accept connections" in line]
+    assert 1 <= len(warnings) <= 6, log[-3000:]
+    assert "Traceback" not in log
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "LOCALHOST", "LocalHost:1234", "[::1]", "127.0.0.1:80"])
+def test_loopback_host_headers_with_or_without_a_port_are_accepted(server: RunningServer, host: str) -> None:
+    assert server.call({"Host": host})[0] == 200
+
+
+@pytest.mark.parametrize("host", ["::1", "[::1]"])
+def test_ipv6_loopback_binds_written_either_way(host: str) -> None:
+    running = RunningServer("--host", host)
+    try:
+        assert "http://[::1]:" in running.banner
+        connection = socket.create_connection(("::1", running.port), timeout=5)
+        connection.close()
+    finally:
+        status, log = running.stop()
+    assert status == 0, log
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER", "Bearer  ", "bEaReR\t"])
+def test_the_authorization_scheme_is_case_insensitive_with_any_spaces(scheme: str) -> None:
+    running = RunningServer(token=TOKEN)
+    try:
+        separator = "" if scheme.endswith((" ", "\t")) else " "
+        assert running.call({"Authorization": f"{scheme}{separator}{TOKEN}"})[0] == (401 if "\t" in scheme else 200)
+        assert running.call({"Authorization": f"Basic {TOKEN}"})[0] == 401
+    finally:
+        assert running.stop()[0] == 0
+
+
+@pytest.mark.parametrize("token", [" padded", "padded ", "\tpadded"])
+def test_a_token_with_surrounding_whitespace_refuses_to_start(token: str) -> None:
+    done = run_mcp("--transport", "streamable-http", "--port", "0", env={**os.environ, "CODESCOUT_AUTH_TOKEN": token})
+    assert done.returncode == 2
+    assert done.stderr == (
+        "codescout: CODESCOUT_AUTH_TOKEN starts or ends with whitespace, which no client can send in a header; "
+        "remove it\n"
+    )
+
+
+def test_query_strings_never_reach_the_access_log() -> None:
+    running = RunningServer("--log-level", "info")
+    try:
+        assert running.post(json.dumps(CALL).encode(), path="/mcp?token=hunter2")[0] == 200
+    finally:
+        status, log = running.stop()
+    assert status == 0
+    assert "POST /mcp -> 200" in log
+    assert "hunter2" not in log
+
+
+def test_protocol_versions_over_http(server: RunningServer) -> None:
+    def initialize(version: str) -> str:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+        }
+        status, answer = server.post(json.dumps(body).encode(), {"MCP-Protocol-Version": version})
+        assert status == 200, answer
+        served: str = json.loads(answer)["result"]["protocolVersion"]
+        return served
+
+    assert [initialize(v) for v in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")] == [
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+    ]
+    status, _ = server.post(b"{}", {"MCP-Protocol-Version": "2026-07-28"})
+    assert status == 400  # not an enveloped request: the SDK's modern entry refuses it
+
+
+def test_a_batch_is_served_at_2025_03_26_and_refused_after_it(server: RunningServer) -> None:
+    batch = json.dumps([CALL, {"jsonrpc": "2.0", "id": 2, "method": "ping"}, {"jsonrpc": "2.0", "method": "x"}])
+    status, answer = server.post(batch.encode(), {"MCP-Protocol-Version": "2025-03-26"})
+    assert status == 200, answer
+    replies = json.loads(answer)
+    assert [r["id"] for r in replies] == [1, 2]
+    assert replies[0]["result"]["structuredContent"]["counts"] == {"hits": 3, "returned": 2}
+    status, answer = server.post(batch.encode(), {"MCP-Protocol-Version": "2025-06-18"})
+    assert status == 400
+    assert json.loads(answer)["error"]["code"] == -32600

@@ -205,7 +205,12 @@ class Git:
         self.env = env
 
     def command(self, *args: str) -> list[str]:
-        return ["git", "--no-optional-locks", "--literal-pathspecs", "-c", "core.quotepath=off", *args]
+        # No fsmonitor daemon started on the user's behalf; paths as they are, never quoted.
+        return [
+            "git", "--no-optional-locks", "--literal-pathspecs",
+            "-c", "core.quotepath=off", "-c", "core.fsmonitor=false",
+            *args,
+        ]  # fmt: skip
 
     def run(self, *args: str, check: bool = True) -> tuple[int, bytes, bytes]:
         """(status, stdout, stderr) of one git command; HitsError if it cannot run or overruns."""

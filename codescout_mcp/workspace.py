@@ -133,8 +133,7 @@ class WorkspaceTool:
                 raise InvalidArguments(where, f"no such file in the workspace: {_quoted(given)}") from None
             raise InvalidArguments(where, f"cannot read {_quoted(given)} ({error.strerror})") from None
         if not stat.S_ISREG(mode):
-            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-            raise InvalidArguments(where, f"{_quoted(given)} is {kind}, not a regular file")
+            raise InvalidArguments(where, f"{_quoted(given)} is {_kind(mode)}, not a regular file")
         # The folders are resolved; the file keeps its own name (git tracks a link by it).
         folder, name = os.path.split(joined)
         located = os.path.join(os.path.realpath(folder), name)
@@ -142,6 +141,16 @@ class WorkspaceTool:
             raise InvalidArguments(where, "outside the workspace")
         shown_path = Path(os.path.relpath(located, self.root)).as_posix()
         return shown_path, facts.locate(located, self.root)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
 
 
 def _inside(path: str, root: Path) -> bool:

@@ -114,9 +114,9 @@ def bench_many_hits(count: int, rounds: int, workdir: Path) -> bool:
 class PipeSession:
     """A bare JSON-RPC client over `codescout mcp`'s stdio: one line out, one line back."""
 
-    def __init__(self) -> None:
+    def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [CODESCOUT, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            [CODESCOUT, "mcp", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
         )
         self.next_id = 0
         init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}
@@ -322,10 +322,73 @@ def make_history(root: Path, files: int, commits: int, seed: int = 11) -> list[s
     return names
 
 
-def bench_hits(files: int, commits: int, rounds: int, workdir: Path) -> bool:
-    repo = workdir / "history"
+def make_merge_history(root: Path, files: int, merges: int, seed: int = 13) -> list[str]:
+    """A repository whose main branch takes `merges` merges of side branches (fast-import).
+
+    Each round: a side commit and a main commit, both from main's tip, then a merge of the
+    side into main that brings the side's changes in (so a first-parent walk must see them
+    at the merge) and, in one round of ten, changes a file of its own (a conflict resolved).
+    """
+    rnd = random.Random(seed)
+    names = [f"lib/part_{i % 53:02d}/unit_{i:05d}.py" for i in range(files)]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    start = 1_700_000_000
+    clock = iter(range(start, start + 10 * (3 * merges + 2), 10))
+    chunks: list[bytes] = []
+
+    def blob(text: str) -> bytes:
+        data = text.encode()
+        return b"data %d\n%s\n" % (len(data), data)
+
+    def commit(branch: str, mark: int, parents: list[int], changed: list[str], note: str) -> None:
+        head = f"commit refs/heads/{branch}\nmark :{mark}\ncommitter Bench <bench@example.com> {next(clock)} +0000\n"
+        chunks.append(head.encode() + blob(note))
+        if parents:
+            chunks.append(f"from :{parents[0]}\n".encode())
+        for parent in parents[1:]:
+            chunks.append(f"merge :{parent}\n".encode())
+        for name in changed:
+            chunks.append(f"M 100644 inline {name}\n".encode() + blob(f"needle = {note}\n# {name}\n"))
+
+    commit("main", 1, [], names, "root")
+    tip = 1
+    for n in range(merges):
+        side, ours, merge = 3 * n + 2, 3 * n + 3, 3 * n + 4
+        brought = rnd.sample(names, rnd.randint(1, 2))
+        commit("side", side, [tip], brought, f"side {n}")
+        commit("main", ours, [tip], rnd.sample(names, 1), f"main {n}")
+        resolved = rnd.sample(names, 1) if n % 10 == 0 else []
+        commit("main", merge, [ours, side], brought + resolved, f"merge {n}")
+        tip = merge
+    subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input=b"".join(chunks), check=True)
+    subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard", "main"], check=True)
+    return names
+
+
+def git_subcommands(argv: list[str], cwd: Path, stdin: bytes, workdir: Path) -> list[str]:
+    """The git subcommands one run of `argv` starts, seen through a logging `git` on PATH."""
+    shim = workdir / "git-shim"
+    shim.mkdir(exist_ok=True)
+    log = shim / "calls"
+    real = subprocess.run(["which", "git"], capture_output=True, text=True, check=True).stdout.strip()
+    (shim / "git").write_text(f'#!/bin/sh\necho "$@" >> "{log}"\nexec "{real}" "$@"\n', encoding="utf-8")
+    (shim / "git").chmod(0o755)
+    log.unlink(missing_ok=True)
+    env = {**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(argv, cwd=cwd, input=stdin, env=env, capture_output=True, check=True)
+    known = ("rev-parse", "status", "log")
+    return [next(w for w in line.split() if w in known) for line in log.read_text(encoding="utf-8").splitlines()]
+
+
+def bench_hits(files: int, commits: int, rounds: int, workdir: Path, *, merges: bool = False) -> bool:
+    repo = workdir / ("merges" if merges else "history")
     start = time.perf_counter()
-    make_history(repo, files, commits)
+    if merges:
+        make_merge_history(repo, files, commits)
+        shape = f"{files:,} files, {commits:,} merges"
+    else:
+        make_history(repo, files, commits)
+        shape = f"{files:,} files, {commits:,} commits"
     built = time.perf_counter() - start
     rg = str(Path(sys.executable).parent / "rg")
     stream = subprocess.run([rg, "--json", "needle"], cwd=repo, capture_output=True, check=True).stdout
@@ -342,11 +405,14 @@ def bench_hits(files: int, commits: int, rounds: int, workdir: Path) -> bool:
     found = len(json.loads(done.stdout)["hits"])
     if found != files:
         raise SystemExit(f"hits found {found} files, expected {files}")
+    calls = git_subcommands(hits_cmd, repo, stream, workdir)
+    if calls != ["rev-parse", "status", "log"]:
+        raise SystemExit(f"hits ran git {calls}, not one rev-parse, one status and one log")
     hits_s = statistics.median(times["hits"])
     log_s = statistics.median(times["git log"])
     print(
-        f"{f'hits: {files:,} files, {commits:,} commits':<44} {hits_s:6.2f} s   "
-        f"(whole `git log --name-only`: {log_s:.2f} s, ratio {hits_s / log_s:.2f}x; repo built in {built:.0f} s)"
+        f"{f'hits: {shape}':<44} {hits_s:6.2f} s   (whole `git log --name-only`: {log_s:.2f} s, "
+        f"ratio {hits_s / log_s:.2f}x; git runs: {', '.join(calls)}; repo built in {built:.0f} s)"
     )
     return True
 
@@ -371,6 +437,13 @@ def main() -> int:
                 commits=300 if args.smoke else 20_000,
                 rounds=rounds,
                 workdir=Path(tmp),
+            ),
+            bench_hits(
+                files=100 if args.smoke else 5_000,
+                commits=50 if args.smoke else 2_000,
+                rounds=rounds,
+                workdir=Path(tmp),
+                merges=True,
             ),
         ]
     print("\nall targets met" if all(results) else "\nsome targets missed")

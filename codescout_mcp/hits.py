@@ -32,7 +32,7 @@ SECONDS_PER_DAY: Final = 86_400
 GIT_TIMEOUT: Final = 120.0
 # A file whose inode changed less than this before its status was read is read again: file
 # times can be coarse, and a change in the same instant as the snapshot must not be missed.
-STATUS_SLACK_NS: Final = 2_000_000_000
+STATUS_SLACK_NS: Final = 1_000_000_000
 
 Warn = Callable[[str], None]
 
@@ -421,6 +421,13 @@ class RepositoryFacts:
         real = os.path.join(os.path.realpath(folder), name)
         return Path(os.path.relpath(real, self.base)).as_posix()
 
+    def relative(self, real_path: str) -> str:
+        """An absolute, resolved path as `locate` gives it: relative to the base, `/`-separated."""
+        prefix = os.path.join(self.base, "")
+        if real_path.startswith(prefix) and os.sep == "/":
+            return real_path[len(prefix) :]
+        return Path(os.path.relpath(real_path, self.base)).as_posix()
+
     # -- freshness
 
     def refresh(self) -> None:
@@ -449,23 +456,33 @@ class RepositoryFacts:
 
     # -- the facts
 
-    def describe(self, names: Iterable[str], now: float) -> dict[str, FileFacts | OSError]:
-        """Days and owner for each path (relative to the base), or the error reading its time."""
+    def describe(
+        self, names: Iterable[str], now: float, *, stats: dict[str, os.stat_result] | None = None
+    ) -> dict[str, FileFacts | OSError]:
+        """Days and owner for each path (relative to the base), or the error reading its time.
+
+        `stats` may hold what `os.stat` already said of some of the paths.
+        """
         wanted = list(dict.fromkeys(names))
         inside = [name for name in wanted if not name.startswith("../") and name != ".."]
-        stats: dict[str, os.stat_result | OSError] = {}
+        inside_set = set(inside)
+        known: dict[str, os.stat_result | OSError] = dict(stats or {})
+        base = os.path.join(self.base, "")
         for name in wanted:
+            if name in known:
+                continue
             try:
-                stats[name] = os.stat(self.base / name)
+                known[name] = os.stat(base + name)
             except OSError as error:
-                stats[name] = error
-        states = self._states(inside, stats) if self.in_git else {}
-        tracked = [name for name in inside if states.get(name) is None and not isinstance(stats[name], OSError)]
+                known[name] = error
+        stats_of = known
+        states = self._states(inside, stats_of) if self.in_git else {}
+        tracked = [name for name in inside if states.get(name) is None and not isinstance(stats_of[name], OSError)]
         commit_times = self._commit_times(tracked) if self.in_git else {}
         owners = self.codeowners()
         facts: dict[str, FileFacts | OSError] = {}
         for name in wanted:
-            stat = stats[name]
+            stat = stats_of[name]
             if isinstance(stat, OSError):
                 facts[name] = stat
                 continue
@@ -475,7 +492,7 @@ class RepositoryFacts:
                 days = whole_days(now, commit_times[name])
             else:
                 days = whole_days(now, stat.st_mtime)
-            owner = owners.owner_of(name) if name in inside else None
+            owner = owners.owner_of(name) if name in inside_set else None
             facts[name] = FileFacts(days, owner)
         if self.shallow and self.in_git:
             self.warn(self._shallow_warning())

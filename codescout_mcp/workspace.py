@@ -64,6 +64,7 @@ class WorkspaceTool:
 
     def __init__(self, folder: str) -> None:
         self.root = Path(os.path.realpath(folder))
+        self._prefix = os.path.join(self.root, "")  # the root and a separator: what paths inside start with
         self._lock = threading.Lock()
         self._facts: RepositoryFacts | None = None
         self._warned: set[str] = set()
@@ -83,7 +84,9 @@ class WorkspaceTool:
         checked = CHECKER.validate(arguments)
         with self._lock:  # one call at a time reads and updates what is kept
             facts = self._repository()
-            files = [self._file(index, hit["path"], facts) for index, hit in enumerate(checked.hits)]
+            folders: dict[str, str] = {str(self.root): str(self.root)}
+            stats: dict[str, os.stat_result] = {}
+            files = [self._file(index, hit["path"], facts, folders, stats) for index, hit in enumerate(checked.hits)]
             seen: dict[str, int] = {}
             for index, (shown_path, _) in enumerate(files):
                 if shown_path in seen:
@@ -93,7 +96,8 @@ class WorkspaceTool:
                     )
                 seen[shown_path] = index
             facts.refresh()
-            described = facts.describe([name for _, name in files], time.time() if now is None else now)
+            names = [name for _, name in files]
+            described = facts.describe(names, time.time() if now is None else now, stats=stats)
         hits = []
         for index, (shown_path, name) in enumerate(files):
             fact = described[name]
@@ -119,28 +123,70 @@ class WorkspaceTool:
             self._warned.add(message)
             logger.warning("workspace: %s", message)
 
-    def _file(self, index: int, given: str, facts: RepositoryFacts) -> tuple[str, str]:
-        """(path relative to the workspace, path relative to the repository) for one hit."""
+    def _file(
+        self,
+        index: int,
+        given: str,
+        facts: RepositoryFacts,
+        folders: dict[str, str],
+        stats: dict[str, os.stat_result],
+    ) -> tuple[str, str]:
+        """(path relative to the workspace, path relative to the repository) for one hit.
+
+        The folders on the way are resolved (`..` and links, as the system would), each
+        folder once per call (`folders` remembers them); the file keeps its own name, as git
+        tracks a link by it, but a link must point inside the workspace too.
+        """
         where = f"hits[{index}].path"
         joined = os.path.join(self.root, given)
-        real = os.path.realpath(joined)
-        if not _inside(real, self.root):
+        folder, name = os.path.split(joined)
+        if name in ("", ".", ".."):
+            folder, name = joined, ""
+        located = os.path.join(_resolved(folder, folders), name) if name else _resolved(folder, folders)
+        if not self._inside(located):
             raise InvalidArguments(where, "outside the workspace")
         try:
-            mode = os.stat(real).st_mode
+            status = os.lstat(located)
+            if stat.S_ISLNK(status.st_mode):
+                if not self._inside(os.path.realpath(located)):
+                    raise InvalidArguments(where, "outside the workspace")
+                status = os.stat(located)
+            mode = status.st_mode
         except OSError as error:
             if error.errno in (errno.ENOENT, errno.ENOTDIR):
                 raise InvalidArguments(where, f"no such file in the workspace: {_quoted(given)}") from None
             raise InvalidArguments(where, f"cannot read {_quoted(given)} ({error.strerror})") from None
         if not stat.S_ISREG(mode):
             raise InvalidArguments(where, f"{_quoted(given)} is {_kind(mode)}, not a regular file")
-        # The folders are resolved; the file keeps its own name (git tracks a link by it).
-        folder, name = os.path.split(joined)
-        located = os.path.join(os.path.realpath(folder), name)
-        if not _inside(located, self.root):
-            raise InvalidArguments(where, "outside the workspace")
-        shown_path = Path(os.path.relpath(located, self.root)).as_posix()
-        return shown_path, facts.locate(located, self.root)
+        relative = facts.relative(located)
+        stats[relative] = status
+        return located[len(self._prefix) :], relative
+
+    def _inside(self, path: str) -> bool:
+        return path.startswith(self._prefix)
+
+
+def _resolved(folder: str, known: dict[str, str]) -> str:
+    """`folder` with `..` and links resolved as the system would, reusing folders seen before.
+
+    Each folder is resolved from its (resolved) parent with one `lstat`, so hits that share
+    folders share the work; `known` starts with the workspace root, which is resolved.
+    """
+    found = known.get(folder)
+    if found is not None:
+        return found
+    parent, name = os.path.split(folder)
+    if parent == folder:  # the file system's root
+        real = folder
+    elif name in ("", "."):
+        real = _resolved(parent, known)
+    elif name == "..":
+        real = os.path.dirname(_resolved(parent, known))
+    else:
+        candidate = os.path.join(_resolved(parent, known), name)
+        real = os.path.realpath(candidate) if os.path.islink(candidate) else candidate
+    known[folder] = real
+    return real
 
 
 def _kind(mode: int) -> str:
@@ -151,11 +197,6 @@ def _kind(mode: int) -> str:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "a device"
-
-
-def _inside(path: str, root: Path) -> bool:
-    relative = os.path.relpath(path, root)
-    return relative != ".." and not relative.startswith("../") and not os.path.isabs(relative) and relative != "."
 
 
 def _quoted(path: str) -> str:

@@ -3,6 +3,7 @@
 #   docker build -t codescout .
 #   docker run -i --rm codescout                                     # MCP over stdio
 #   docker run --rm -v "$PWD:/w" codescout rank --input /w/args.json # rank a mounted file
+#   docker run -i --rm -v "$PWD:/w:ro" codescout mcp --workspace /w   # MCP, with rank_workspace_hits
 #
 # As a shared HTTP service (streamable HTTP at /mcp; see the README's "Remote use"):
 #   docker run --rm -p 8000:8000 -e CODESCOUT_AUTH_TOKEN=change-me codescout \
@@ -25,6 +26,13 @@ LABEL io.modelcontextprotocol.server.name="io.github.codescout-dev/codescout" \
       org.opencontainers.image.title="codescout" \
       org.opencontainers.image.description="Ranks code-search hits by match count and recency (MCP server and CLI)" \
       org.opencontainers.image.licenses="MIT"
+# git, and nothing else: rank_workspace_hits reads a mounted checkout's history with it.
+# The checkout belongs to the host's user, so git is told /w is safe to read.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git \
+ && rm -rf /var/lib/apt/lists/* \
+ && git config --system --add safe.directory /w
 COPY --from=build /opt/codescout /opt/codescout
 RUN groupadd --system --gid 10001 codescout \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \

@@ -422,30 +422,43 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: check the script runs")
     parser.add_argument("--hits", type=int, default=1_000_000, help="hits in the large file (default 1,000,000)")
     parser.add_argument("--rounds", type=int, default=5, help="alternating runs per process comparison")
+    parser.add_argument("--only", help="run only these, comma-separated: start, many, mcp, http, hits")
     args = parser.parse_args()
     hits = 2_000 if args.smoke else args.hits
     rounds = 3 if args.smoke else args.rounds
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; medians of alternating runs\n")
+    chosen = set(args.only.split(",")) if args.only else {"start", "many", "mcp", "http", "hits"}
     with tempfile.TemporaryDirectory(prefix="codescout-bench-") as tmp:
-        results = [
-            bench_cold_start(rounds=10 if args.smoke else 30),
-            bench_many_hits(hits, rounds, Path(tmp)),
-            bench_mcp(small=100, large=1_000 if args.smoke else 10_000, rounds=20 if args.smoke else 200),
-            bench_http(clients=4 if args.smoke else 20, calls_per_client=5 if args.smoke else 100),
-            bench_hits(
-                files=200 if args.smoke else 10_000,
-                commits=300 if args.smoke else 20_000,
-                rounds=rounds,
-                workdir=Path(tmp),
+        work = Path(tmp)
+        runs: list[tuple[str, Callable[[], bool]]] = [
+            ("start", lambda: bench_cold_start(rounds=10 if args.smoke else 30)),
+            ("many", lambda: bench_many_hits(hits, rounds, work)),
+            (
+                "mcp",
+                lambda: bench_mcp(small=100, large=1_000 if args.smoke else 10_000, rounds=20 if args.smoke else 200),
             ),
-            bench_hits(
-                files=100 if args.smoke else 5_000,
-                commits=50 if args.smoke else 2_000,
-                rounds=rounds,
-                workdir=Path(tmp),
-                merges=True,
+            ("http", lambda: bench_http(clients=4 if args.smoke else 20, calls_per_client=5 if args.smoke else 100)),
+            (
+                "hits",
+                lambda: bench_hits(
+                    files=200 if args.smoke else 10_000,
+                    commits=300 if args.smoke else 20_000,
+                    rounds=rounds,
+                    workdir=work,
+                ),
+            ),
+            (
+                "hits",
+                lambda: bench_hits(
+                    files=100 if args.smoke else 5_000,
+                    commits=50 if args.smoke else 2_000,
+                    rounds=rounds,
+                    workdir=work,
+                    merges=True,
+                ),
             ),
         ]
+        results = [run() for name, run in runs if name in chosen]
     print("\nall targets met" if all(results) else "\nsome targets missed")
     # Smoke runs are too small to judge speed; they only prove the benchmark still works.
     return 0 if args.smoke or all(results) else 1

@@ -1,30 +1,72 @@
-"""The benchmark script still runs (at a tiny size: speed is judged by bench/, not by tests)."""
+"""The benchmark scripts still run and still measure (at tiny sizes: speed is judged by bench/)."""
 
 from __future__ import annotations
 
+import math
+import re
 import subprocess
 import sys
 
 from tests.helpers import ROOT
 
+RATIO = re.compile(r"^(?P<label>.+?)\s+(?P<ratio>\d+\.\d+)x\s+\(target <= (?P<target>\d+\.\d)x, (ok|OVER TARGET)\)")
 
-def test_benchmark_smoke_run_prints_every_ratio() -> None:
+
+def smoke(script: str) -> str:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "bench.py"), "--smoke"],
+        [sys.executable, str(ROOT / "bench" / script), "--smoke"],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    for label in (
-        "cold start",
-        "rank time / json.load time",
-        "rank peak RSS / json.load peak",
-        "100-hit tools/call / ping",
-        "call / same bytes rejected",
-        "HTTP 100-hit tools/call",
-        "req/s",
+    return done.stdout
+
+
+def ratios(output: str) -> dict[str, float]:
+    found = {}
+    for line in output.splitlines():
+        match = RATIO.match(line)
+        if match:
+            value = float(match.group("ratio"))
+            assert math.isfinite(value) and value > 0, line
+            found[match.group("label")] = value
+    return found
+
+
+def test_bench_smoke_measures_every_ratio() -> None:
+    output = smoke("bench.py")
+    measured = ratios(output)
+    assert set(measured) == {
+        "cold start: rank example / python -c 'import json'",
+        "2,000 hits: rank time / json.load time",
+        "2,000 hits: rank peak RSS / json.load peak",
+        "MCP stdio: 100-hit tools/call / ping",
+        "MCP stdio: 1,000-hit call / same bytes rejected",
+    }
+    assert re.search(
+        r"HTTP 100-hit tools/call\s+4 clients x 5:\s+\d+ req/s, p50\s+[\d.]+ ms, p99\s+[\d.]+ ms \(20 requests\)",
+        output,
+    )
+    hits_lines = [line for line in output.splitlines() if line.startswith("hits: ")]
+    assert [line.split("  ")[0] for line in hits_lines] == [
         "hits: 200 files, 300 commits",
-    ):
-        assert label in done.stdout
+        "hits: 100 files, 50 merges",
+    ]
+    assert all("git runs: rev-parse, status, log" in line for line in hits_lines)
+
+
+def test_workspace_bench_smoke_measures_both_ratios() -> None:
+    measured = ratios(smoke("workspace.py"))
+    assert set(measured) == {
+        "workspace: first call, 100 paths / codescout hits",
+        "workspace: repeat call, 50 paths / rank_search_results",
+    }
+
+
+def test_soak_smoke_reports_its_figures() -> None:
+    output = smoke("soak.py")
+    assert re.search(r"with slow clients: \d+ served \(0 not\)", output), output
+    assert re.search(r"slow connections still open \d+ s after they began: 0 of \d+", output), output
+    assert re.search(r"answers: \{200: 4, 503: 1\}", output), output

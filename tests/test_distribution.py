@@ -61,8 +61,14 @@ def test_dockerfile_is_multi_stage_with_a_lean_non_root_runtime() -> None:
     assert base is not None
     assert re.fullmatch(r"python:\d+\.\d+\.\d+-slim-\w+", base.group(1)), "pin an exact slim Python tag"
     runtime_runs = " ".join(rest for keyword, rest in runtime if keyword == "RUN")
-    for tool in ("pip ", "apt-get", "gcc", "build", "wheel"):
+    for tool in ("pip ", "gcc", "build", "wheel"):
         assert tool not in runtime_runs, f"the runtime stage must not run {tool!r}"
+    # The one package the runtime installs is git (for rank_workspace_hits), without extras
+    # and without leaving the package lists behind.
+    installs = re.findall(r"apt-get install -y --no-install-recommends ([^&]+)", runtime_runs)
+    assert [packages.split() for packages in installs] == [["git"]]
+    assert "rm -rf /var/lib/apt/lists/*" in runtime_runs
+    assert "git config --system --add safe.directory /w" in runtime_runs
     assert ("COPY", "--from=build /opt/codescout /opt/codescout") in runtime
     user = [rest for keyword, rest in runtime if keyword == "USER"]
     assert user == ["10001:10001"]

@@ -507,3 +507,29 @@ def test_a_batch_is_served_at_2025_03_26_and_refused_after_it(server: RunningSer
     status, answer = server.post(batch.encode(), {"MCP-Protocol-Version": "2025-06-18"})
     assert status == 400
     assert json.loads(answer)["error"]["code"] == -32600
+
+
+def test_http_defaults_port_8000_and_its_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from codescout_mcp import cli, remote
+
+    seen: list[remote.HttpSettings] = []
+
+    def serve_http(settings: remote.HttpSettings, workspace: str | None = None) -> int:
+        seen.append(settings)
+        return 0
+
+    monkeypatch.setattr(remote, "serve_http", serve_http)
+    assert cli.main(["mcp", "--transport", "streamable-http"]) == 0
+    assert seen == [
+        remote.HttpSettings(
+            host="127.0.0.1",
+            port=8000,
+            allow_hosts=(),
+            allow_origins=(),
+            max_body_bytes=32 * 1024 * 1024,
+            request_timeout=30.0,
+            max_concurrent=32,
+            shutdown_timeout=10.0,
+            log_level="warning",
+        )
+    ]

@@ -388,3 +388,26 @@ def test_children_cannot_read_the_clients_messages() -> None:
     assert proc.stderr.readline() == b"b''\n"
     proc.stdin.close()
     assert proc.wait(timeout=20) == 0
+
+
+def test_a_large_call_runs_beside_the_loop_so_a_ping_is_answered_first() -> None:
+    # Over 5,000 hits, ranking runs in a worker thread: the loop keeps reading and answering.
+    status, replies, _ = converse(initialize(1, "2025-11-25") + INITIALIZED + big_call(2, 400_000) + request(3, "ping"))
+    assert status == 0
+    assert [reply["id"] for reply in replies] == [1, 3, 2]
+
+
+def test_integer_literals_too_long_to_convert_are_named_or_ignored_over_mcp() -> None:
+    big = "9" * 5000
+    call = (
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "rank_search_results", '
+        f'"arguments": {{"note": {big}, "hits": [{{"path": "a", "matches": {big}, "last_modified_days": 0}}]}}}}}}\n'
+    )
+    ignored = call.replace(f'"matches": {big}', '"matches": 1').replace('"id": 2', '"id": 3')
+    status, replies, _ = converse(initialize(1, "2025-11-25") + INITIALIZED + call.encode() + ignored.encode())
+    assert status == 0
+    assert replies[1]["result"]["isError"] is True
+    assert replies[1]["result"]["content"][0]["text"] == (
+        "hits[0].matches: expected an integer of at most 4000 digits, got a larger one"
+    )
+    assert replies[2]["result"]["structuredContent"]["counts"] == {"hits": 1, "returned": 1}

@@ -1,0 +1,302 @@
+"""Mutation testing of the core: how many small wrong changes does the test suite catch?
+
+    python bench/mutation.py                       # every module below, 2 workers
+    python bench/mutation.py --module ranking.py   # one module
+    python bench/mutation.py --list                # the mutants, without running anything
+
+Each mutant is one small change to one module (an operator swapped, a comparison's edge
+moved, a constant changed, a condition inverted, a string altered, a `break` made a
+`continue`...), written into a copy of the package that comes first on PYTHONPATH, so the
+tests' subprocesses (the CLI, the MCP server) run it too, and module-level code such as the
+compiled checker is rebuilt from it. The module's tests then run; a failure (or a run three
+times slower than the clean one) kills the mutant.
+
+Mutants that cannot change behaviour are listed in bench/MUTATION.md with a reason each;
+the score leaves them out: killed / (all - equivalent), per module. Results go to
+.cache/mutation/results.json. Not part of the default test run (it takes a while).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "codescout_mcp"
+EQUIVALENTS = ROOT / "bench" / "MUTATION.md"
+RESULTS = ROOT / ".cache" / "mutation" / "results.json"
+PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+
+# The tests that judge each module: those that exercise it, kept small enough to run often.
+TESTS: dict[str, list[str]] = {
+    "ranking.py": ["tests/test_properties.py", "tests/test_vectors.py", "-k", "not cli"],
+    "tool.py": ["tests/test_properties.py", "tests/test_vectors.py", "-k", "not cli"],
+    "validate.py": [
+        "tests/test_validate.py",
+        "tests/test_properties.py",
+        "tests/test_vectors.py",
+        "tests/test_workspace.py",
+        "-k",
+        "not cli and not over_stdio and not over_http and not variable and not git_dir",
+    ],
+    "hits.py": ["tests/test_hits.py", "tests/test_workspace.py", "-k", "not over_stdio and not over_http"],
+    "codeowners.py": ["tests/test_codeowners.py", "tests/test_hits.py", "-k", "codeowners or gitlab or owner"],
+}
+
+SWAPS: dict[type, type] = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.FloorDiv,
+    ast.FloorDiv: ast.Mult,
+    ast.Div: ast.Mult,
+    ast.Mod: ast.FloorDiv,
+    ast.BitOr: ast.BitAnd,
+    ast.BitAnd: ast.BitOr,
+    ast.LShift: ast.RShift,
+    ast.RShift: ast.LShift,
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.And: ast.Or,
+    ast.Or: ast.And,
+}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    module: str
+    index: int  # which mutation point, in walk order
+    line: int
+    column: int
+    kind: str
+    detail: str
+
+    @property
+    def key(self) -> str:
+        """A name that stays the same while the code around it does not move."""
+        return f"{self.module}:{self.line}:{self.column}:{self.kind}:{self.detail}"
+
+
+def _skipped(tree: ast.Module) -> set[int]:
+    """Nodes no mutant may touch: docstrings, annotations, typing-only blocks, log messages."""
+    skip: set[int] = set()
+
+    def mark(node: ast.AST) -> None:
+        for sub in ast.walk(node):
+            skip.add(id(sub))
+
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        first = body[0] if isinstance(body, list) and body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            mark(first)
+        if isinstance(node, (ast.arg, ast.AnnAssign)) and getattr(node, "annotation", None) is not None:
+            mark(node.annotation)  # type: ignore[arg-type]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            mark(node.returns)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            mark(node)
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id in ("TYPE_CHECKING", "__all__", "__slots__") for t in node.targets
+        ):
+            mark(node)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "logger"
+        ):
+            mark(node)
+    return skip
+
+
+def _points(tree: ast.Module) -> list[tuple[ast.AST, str, str]]:
+    """(node, kind, detail) for every mutation this module offers, in a fixed order."""
+    skip = _skipped(tree)
+    points: list[tuple[ast.AST, str, str]] = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, (ast.BinOp, ast.AugAssign)) and type(node.op) in SWAPS:
+            points.append((node, "operator", f"{type(node.op).__name__}->{SWAPS[type(node.op)].__name__}"))
+        elif isinstance(node, ast.BoolOp) and type(node.op) in SWAPS:
+            points.append((node, "boolean", f"{type(node.op).__name__}->{SWAPS[type(node.op)].__name__}"))
+        elif isinstance(node, ast.Compare):
+            for position, op in enumerate(node.ops):
+                if type(op) in SWAPS:
+                    points.append((node, f"compare{position}", f"{type(op).__name__}->{SWAPS[type(op)].__name__}"))
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            points.append((node, "not", "drop not"))
+        elif isinstance(node, ast.If | ast.While | ast.IfExp):
+            points.append((node, "condition", "negate"))
+        elif isinstance(node, ast.Constant):
+            value = node.value
+            if isinstance(value, bool):
+                points.append((node, "constant", f"{value}->{not value}"))
+            elif isinstance(value, int):
+                points.append((node, "constant", f"{value}->{value + 1}"))
+            elif isinstance(value, str):
+                points.append((node, "string", "altered"))
+        elif isinstance(node, ast.Break):
+            points.append((node, "flow", "break->continue"))
+        elif isinstance(node, ast.Continue):
+            points.append((node, "flow", "continue->break"))
+    return points
+
+
+def _apply(node: ast.AST, kind: str) -> None:
+    if kind in ("operator", "boolean"):
+        node.op = SWAPS[type(node.op)]()  # type: ignore[attr-defined]
+    elif kind.startswith("compare"):
+        position = int(kind.removeprefix("compare"))
+        ops = node.ops  # type: ignore[attr-defined]
+        ops[position] = SWAPS[type(ops[position])]()
+    elif kind == "not":
+        # `not x` -> `(x)`: swap the node's contents for its operand's.
+        operand = node.operand  # type: ignore[attr-defined]
+        node.__class__ = operand.__class__
+        node.__dict__.update(operand.__dict__)
+    elif kind == "condition":
+        node.test = ast.UnaryOp(op=ast.Not(), operand=node.test)  # type: ignore[attr-defined]
+    elif kind == "constant":
+        value = node.value  # type: ignore[attr-defined]
+        node.value = (not value) if isinstance(value, bool) else value + 1  # type: ignore[attr-defined]
+    elif kind == "string":
+        node.value = "XX" + node.value + "XX"  # type: ignore[attr-defined]
+    elif kind == "flow":
+        node.__class__ = ast.Continue if isinstance(node, ast.Break) else ast.Break
+
+
+def mutants(module: str) -> list[Mutant]:
+    tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
+    return [
+        Mutant(module, index, getattr(node, "lineno", 0), getattr(node, "col_offset", 0), kind, detail)
+        for index, (node, kind, detail) in enumerate(_points(tree))
+    ]
+
+
+def mutated_source(mutant: Mutant) -> str:
+    tree = ast.parse((PACKAGE / mutant.module).read_text(encoding="utf-8"))
+    node, kind, _ = _points(tree)[mutant.index]
+    _apply(node, kind)
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def equivalents() -> dict[str, str]:
+    """Mutant keys listed as equivalent in MUTATION.md, with their reasons."""
+    found: dict[str, str] = {}
+    if EQUIVALENTS.exists():
+        for line in EQUIVALENTS.read_text(encoding="utf-8").splitlines():
+            match = re.match(r"- `([^`]+)`\s+(.*)", line)
+            if match:
+                found[match.group(1)] = match.group(2).lstrip("- ").strip()
+    return found
+
+
+def run_tests(package_parent: Path, module: str, timeout: float) -> str:
+    env = {**os.environ, "PYTHONPATH": str(package_parent), "PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        done = subprocess.run(
+            [*PYTEST, "--hypothesis-seed=0", *TESTS[module]],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    return "survived" if done.returncode == 0 else "killed"
+
+
+def judge(mutant: Mutant, timeout: float) -> str:
+    with tempfile.TemporaryDirectory(prefix="codescout-mutant-") as scratch:
+        copy_root = Path(scratch)
+        shutil.copytree(PACKAGE, copy_root / "codescout_mcp", ignore=shutil.ignore_patterns("__pycache__"))
+        try:
+            source = mutated_source(mutant)
+            compile(source, mutant.module, "exec")
+        except (SyntaxError, ValueError, TypeError):
+            return "invalid"
+        (copy_root / "codescout_mcp" / mutant.module).write_text(source, encoding="utf-8")
+        return run_tests(copy_root, mutant.module, timeout)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Mutation testing of codescout's core.")
+    parser.add_argument("--module", action="append", choices=sorted(TESTS), help="only this module (repeatable)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--list", action="store_true", help="list the mutants and stop")
+    args = parser.parse_args()
+    modules = args.module or sorted(TESTS)
+    known = equivalents()
+    started = time.monotonic()
+    results: dict[str, dict[str, str]] = {}
+    for module in modules:
+        found = mutants(module)
+        if args.list:
+            for mutant in found:
+                print(mutant.key)
+            continue
+        with tempfile.TemporaryDirectory(prefix="codescout-clean-") as scratch:
+            shutil.copytree(PACKAGE, Path(scratch) / "codescout_mcp", ignore=shutil.ignore_patterns("__pycache__"))
+            clean_start = time.monotonic()
+            if run_tests(Path(scratch), module, timeout=1800) != "survived":
+                raise SystemExit(f"the tests for {module} fail without any mutant")
+            baseline = time.monotonic() - clean_start
+        timeout = max(60.0, 3 * baseline)
+        todo = [m for m in found if m.key not in known]
+        with ThreadPoolExecutor(max_workers=args.workers) as pool:
+            verdicts = list(pool.map(judge, todo, [timeout] * len(todo)))
+        outcome = {m.key: v for m, v in zip(todo, verdicts, strict=True)}
+        outcome.update({key: "equivalent" for key in known if key.startswith(module + ":")})
+        results[module] = outcome
+        report(module, found, outcome, known)
+    if not args.list:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
+        print(f"\n{time.monotonic() - started:.0f} s; results in {RESULTS.relative_to(ROOT)}")
+    return 0
+
+
+def report(module: str, found: list[Mutant], outcome: dict[str, str], known: dict[str, str]) -> None:
+    keys = {m.key for m in found}
+    stale = sorted(k for k in known if k.startswith(module + ":") and k not in keys)
+    counts: dict[str, int] = {}
+    for key in keys:
+        verdict = outcome.get(key, "equivalent" if key in known else "?")
+        counts[verdict] = counts.get(verdict, 0) + 1
+    caught = counts.get("killed", 0) + counts.get("timeout", 0)
+    judged = caught + counts.get("survived", 0)
+    score = 100.0 * caught / judged if judged else 100.0
+    print(
+        f"{module:<14} {len(keys):4} mutants: {caught} killed ({counts.get('timeout', 0)} by timeout), "
+        f"{counts.get('survived', 0)} survived, {counts.get('equivalent', 0)} equivalent, "
+        f"{counts.get('invalid', 0)} invalid; score {score:.1f}%"
+    )
+    for key in sorted(k for k in keys if outcome.get(k) == "survived"):
+        print(f"  survived: {key}")
+    for key in stale:
+        print(f"  listed as equivalent but no longer a mutant here: {key}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

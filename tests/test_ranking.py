@@ -1,0 +1,49 @@
+"""The ranking rule's pieces, checked against the spec's own words (no shared code)."""
+
+from __future__ import annotations
+
+import pytest
+
+from codescout_mcp import rank
+from tests.helpers import ECMASCRIPT_TRIMMED
+
+NOT_TRIMMED = ["\u0085", "\u180e", "\u200b", "\u2060", "\u001c", "\u001f", "\u00ad", "x"]
+
+
+def owner_of(owner: str) -> object:
+    result = rank({"hits": [{"path": "a", "matches": 1, "last_modified_days": 0, "owner": owner}]})
+    return result["results"][0]["owner"]
+
+
+@pytest.mark.parametrize("char", sorted(ECMASCRIPT_TRIMMED), ids=lambda c: f"U+{ord(c):04X}")
+def test_each_character_javascript_trims_makes_an_owner_blank(char: str) -> None:
+    assert owner_of(char) is None
+    assert owner_of(char * 3) is None
+    assert owner_of(f"{char}ab{char}") == f"{char}ab{char}"  # kept exactly as given
+
+
+@pytest.mark.parametrize("char", NOT_TRIMMED, ids=lambda c: f"U+{ord(c):04X}")
+def test_characters_javascript_does_not_trim_are_an_owner(char: str) -> None:
+    assert owner_of(char) == char
+    assert owner_of(f" {char} ") == f" {char} "
+
+
+def test_an_empty_owner_is_blank() -> None:
+    assert owner_of("") is None
+
+
+def test_ties_fall_to_matches_then_days_then_utf16_path() -> None:
+    hits = [
+        {"path": "z", "matches": 2, "last_modified_days": 100},  # 100
+        {"path": "y", "matches": 1, "last_modified_days": 0},  # 100, fewer matches
+        {"path": "\uffff", "matches": 2, "last_modified_days": 100},  # 100, same as z: path decides
+        {"path": "\U0001f600", "matches": 2, "last_modified_days": 100},
+    ]
+    result = rank({"hits": hits})
+    assert [r["path"] for r in result["results"]] == ["z", "\U0001f600", "\uffff", "y"]
+    assert [r["score"] for r in result["results"]] == [100, 100, 100, 100]
+
+
+def test_negative_scores_are_reported_as_they_are() -> None:
+    result = rank({"hits": [{"path": "a", "matches": 1, "last_modified_days": 10**30}]})
+    assert result["results"][0]["score"] == 100 - 10**30

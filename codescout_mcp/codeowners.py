@@ -45,6 +45,7 @@ class CodeOwners:
     def __init__(self, sections: list[list[tuple[Callable[[str], bool], str | None]]]) -> None:
         # Each section: its rules in file order, as (matches path?, owners or None).
         self.sections = sections
+        self._known: dict[str, str | None] = {}  # the rules never change: remember answers
 
     @classmethod
     def empty(cls) -> CodeOwners:
@@ -52,6 +53,14 @@ class CodeOwners:
 
     def owner_of(self, path: str) -> str | None:
         """The owners of `path`, joined by one space, or None if nobody owns it."""
+        if path in self._known:
+            return self._known[path]
+        found = self._owner_of(path)
+        if len(self._known) < 1_000_000:
+            self._known[path] = found
+        return found
+
+    def _owner_of(self, path: str) -> str | None:
         owners: list[str] = []
         for rules in self.sections:
             for matches, rule_owners in reversed(rules):

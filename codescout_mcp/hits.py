@@ -41,6 +41,10 @@ class HitsError(Exception):
     """Input or a repository the companion cannot use; printed as one line, exit status 1."""
 
 
+class NeedsGit(Exception):
+    """Raised by `describe(..., offline=True)` when the answer needs a git process first."""
+
+
 # --- what ripgrep printed ------------------------------------------------------------------
 
 
@@ -409,17 +413,20 @@ class RepositoryFacts:
 
     # -- where a path is
 
-    def locate(self, given: str, cwd: Path) -> str:
+    def locate(self, given: str, cwd: Path, folders: dict[str, str] | None = None) -> str:
         """`given` (relative to `cwd`, or absolute) as a `/`-separated path relative to the base.
 
-        Folders on the way are resolved, so a path through a symbolic link (a temporary
-        folder that is a link, say) still lands in the repository; the file's own name is
-        kept, as git tracks a link by its own name. Outside the base it starts with `../`.
+        Folders on the way are resolved (`..` and links, as the system would), so a path
+        through a symbolic link (a temporary folder that is a link, say) still lands in the
+        repository; the file's own name is kept, as git tracks a link by its own name.
+        Outside the base it starts with `../`. `folders` caches resolved folders across calls.
         """
-        joined = os.path.normpath(os.path.join(cwd, given))
+        joined = os.path.join(cwd, given)
         folder, name = os.path.split(joined)
-        real = os.path.join(os.path.realpath(folder), name)
-        return Path(os.path.relpath(real, self.base)).as_posix()
+        if name in ("", ".", ".."):
+            folder, name = joined, ""
+        real_folder = resolved_folder(folder, folders if folders is not None else {})
+        return self.relative(os.path.join(real_folder, name) if name else real_folder)
 
     def relative(self, real_path: str) -> str:
         """An absolute, resolved path as `locate` gives it: relative to the base, `/`-separated."""
@@ -457,11 +464,18 @@ class RepositoryFacts:
     # -- the facts
 
     def describe(
-        self, names: Iterable[str], now: float, *, stats: dict[str, os.stat_result] | None = None
+        self,
+        names: Iterable[str],
+        now: float,
+        *,
+        stats: dict[str, os.stat_result] | None = None,
+        offline: bool = False,
     ) -> dict[str, FileFacts | OSError]:
         """Days and owner for each path (relative to the base), or the error reading its time.
 
-        `stats` may hold what `os.stat` already said of some of the paths.
+        `stats` may hold what `os.stat` already said of some of the paths. With `offline`,
+        NeedsGit is raised (before anything is changed) if git would have to run: the caller
+        can then ask again where a slow answer does no harm.
         """
         wanted = list(dict.fromkeys(names))
         inside = [name for name in wanted if not name.startswith("../") and name != ".."]
@@ -476,9 +490,11 @@ class RepositoryFacts:
             except OSError as error:
                 known[name] = error
         stats_of = known
-        states = self._states(inside, stats_of) if self.in_git else {}
+        if offline and self.shallow and self.in_git and self._boundary_time is None:
+            raise NeedsGit
+        states = self._states(inside, stats_of, offline) if self.in_git else {}
         tracked = [name for name in inside if states.get(name) is None and not isinstance(stats_of[name], OSError)]
-        commit_times = self._commit_times(tracked) if self.in_git else {}
+        commit_times = self._commit_times(tracked, offline) if self.in_git else {}
         owners = self.codeowners()
         facts: dict[str, FileFacts | OSError] = {}
         for name in wanted:
@@ -508,10 +524,14 @@ class RepositoryFacts:
             self._owners_signature = signature
         return self._owners
 
-    def _states(self, names: list[str], stats: dict[str, os.stat_result | OSError]) -> dict[str, str | None]:
+    def _states(
+        self, names: list[str], stats: dict[str, os.stat_result | OSError], offline: bool = False
+    ) -> dict[str, str | None]:
         """Each path's uncommitted state: "changed", "untracked" or None (as committed)."""
         assert self.git is not None
         if self._status_read_at is None:
+            if offline:
+                raise NeedsGit
             self._status_read_at = time.time_ns()
             self._status = self._read_status(())
             self._status_reused = False
@@ -524,6 +544,8 @@ class RepositoryFacts:
                 again.append(name)
             states[name] = state
         if again:
+            if offline:
+                raise NeedsGit
             read_at = time.time_ns()
             fresh = self._read_status(again)
             for name in again:
@@ -548,10 +570,12 @@ class RepositoryFacts:
                 status[name] = "changed"
         return status
 
-    def _commit_times(self, names: list[str]) -> dict[str, int]:
+    def _commit_times(self, names: list[str], offline: bool = False) -> dict[str, int]:
         """Each tracked path's commit time by the rule in the class docstring."""
         missing = {name for name in names if name not in self._commit_time}
         if missing and not self._walk_complete:
+            if offline:
+                raise NeedsGit
             self._walk(missing if not self._commit_time else None)
         return {name: self._commit_time[name] for name in names if name in self._commit_time}
 
@@ -594,6 +618,29 @@ class RepositoryFacts:
 
 
 _CODEOWNERS_PLACES: Final = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS")
+
+
+def resolved_folder(folder: str, known: dict[str, str]) -> str:
+    """`folder` with `..` and links resolved as the system would, reusing folders seen before.
+
+    Each folder is resolved from its (resolved) parent with one `lstat`, so paths that share
+    folders share the work; `known` may start with folders already known to be resolved.
+    """
+    found = known.get(folder)
+    if found is not None:
+        return found
+    parent, name = os.path.split(folder)
+    if parent == folder:  # the file system's root
+        real = folder
+    elif name in ("", "."):
+        real = resolved_folder(parent, known)
+    elif name == "..":
+        real = os.path.dirname(resolved_folder(parent, known))
+    else:
+        candidate = os.path.join(resolved_folder(parent, known), name)
+        real = os.path.realpath(candidate) if os.path.islink(candidate) else candidate
+    known[folder] = real
+    return real
 
 
 def _real(path: Path) -> Path:
@@ -640,8 +687,9 @@ def build_arguments(
         except OSError as error:
             raise HitsError(f"cannot read the current directory: {error.strerror}") from None
     located: dict[str, int] = {}
+    folders: dict[str, str] = {}
     for given, count in counts.items():
-        name = facts.locate(given, cwd)
+        name = facts.locate(given, cwd, folders)
         located[name] = located.get(name, 0) + count
     facts.refresh()
     described = facts.describe(sorted(located), now)

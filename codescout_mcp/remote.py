@@ -212,7 +212,12 @@ class Guard:
             return send.status
         if self.in_flight >= self.settings.max_concurrent:
             await _respond(
-                send, 503, b"Busy: too many requests at once; retry shortly\n", linger=receive, extra=[RETRY_AFTER]
+                send,
+                503,
+                b"Busy: too many requests at once; retry shortly\n",
+                linger=receive,
+                linger_bytes=self.settings.max_body_bytes,
+                extra=[RETRY_AFTER],
             )
             return send.status
         self.in_flight += 1
@@ -254,7 +259,7 @@ class Guard:
         limit = self.settings.max_body_bytes
         declared = _headers(scope).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _respond(send, 413, TOO_LARGE, linger=receive)
+            await _respond(send, 413, TOO_LARGE, linger=receive, linger_bytes=limit)
             return None
         begun = scope.get(STARTED_KEY, time.monotonic())
         remaining = self.settings.request_timeout - (time.monotonic() - begun)
@@ -278,7 +283,7 @@ class Guard:
             await _respond(send, 408, b"Request Timeout: the body did not arrive in time\n", close=True)
             return None
         # Too large: answered outside the deadline, which must not cut the answer short.
-        await _respond(send, 413, TOO_LARGE, linger=receive)
+        await _respond(send, 413, TOO_LARGE, linger=receive, linger_bytes=limit)
         return None
 
     async def _serve_batch(self, scope: Scope, body: bytes, send: _Recorder) -> None:
@@ -409,8 +414,9 @@ def _headers(scope: Scope) -> dict[bytes, bytes]:
 TOO_LARGE: Final = b"Payload Too Large: see --max-body-bytes\n"
 RETRY_AFTER: Final = (b"retry-after", b"1")
 # After refusing a request whose body is still arriving, the server reads (and drops) what
-# comes for at most this long before closing: a client that writes its whole body before
-# reading gets the answer instead of a reset connection, and an endless body is cut off.
+# keeps coming, so that a client that writes its whole body before reading gets the answer
+# instead of a reset connection; it closes once the body is over, after a pause this long,
+# or after as many bytes as --max-body-bytes (so an endless body is cut off).
 LINGER_SECONDS: Final = 2.0
 
 
@@ -423,6 +429,7 @@ async def _respond(
     json_body: bool = False,
     extra: Sequence[tuple[bytes, bytes]] = (),
     linger: Receive | None = None,
+    linger_bytes: int = 0,
 ) -> None:
     close = close or linger is not None
     headers = [(b"content-type", b"application/json" if json_body else b"text/plain; charset=utf-8")]
@@ -438,17 +445,19 @@ async def _respond(
     if linger is None:
         await send({"type": "http.response.body", "body": body})
         return
-    # The whole answer goes out now; the response ends (and the connection closes) after
-    # the rest of the body has been read and dropped, or after LINGER_SECONDS.
+    # The whole answer goes out now; the response ends (and the connection closes) once the
+    # rest of the body is read and dropped, within the bounds above.
     await send({"type": "http.response.body", "body": body, "more_body": True})
-    try:
-        async with _Deadline(LINGER_SECONDS):
-            while True:
+    drained = 0
+    while drained <= linger_bytes:
+        try:
+            async with _Deadline(LINGER_SECONDS):
                 message = await linger()
-                if message["type"] == "http.disconnect" or not message.get("more_body", False):
-                    break
-    except TimeoutError:
-        pass
+        except TimeoutError:
+            break
+        drained += len(message.get("body", b""))
+        if message["type"] == "http.disconnect" or not message.get("more_body", False):
+            break
     await send({"type": "http.response.body", "body": b""})
 
 

@@ -14,7 +14,7 @@ import logging
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -27,6 +27,9 @@ from codescout_mcp import __version__
 from codescout_mcp.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_DESCRIPTION, TOOL_NAME, TOOL_TITLE
 from codescout_mcp.tool import rank
 from codescout_mcp.validate import InvalidArguments
+
+if TYPE_CHECKING:
+    from codescout_mcp.workspace import WorkspaceTool
 
 logger = logging.getLogger("codescout")
 
@@ -69,6 +72,8 @@ TOOLS_LIST_CACHE: Final = CacheHint(ttl_ms=24 * 60 * 60 * 1000, scope="public")
 # Ranking is CPU work. Large calls go to a worker thread so the event loop keeps answering
 # pings and reading other requests while they run.
 OFFLOAD_HITS: Final = 5_000
+# rank_workspace_hits answers this many paths on the loop when no git process is needed.
+WORKSPACE_INLINE_HITS: Final = 1_000
 
 
 def served_initialize_params(params: object) -> object:
@@ -130,7 +135,7 @@ class Tools:
 
     def __init__(self, workspace: str | None = None) -> None:
         self.listed = [TOOL]
-        self.workspace_tool: Any = None
+        self.workspace_tool: WorkspaceTool | None = None
         if workspace is not None:
             from codescout_mcp.workspace import WorkspaceTool
 
@@ -147,6 +152,15 @@ class Tools:
                 return await in_worker(answer, arguments)
             return answer(arguments)
         if self.workspace_tool is not None and params.name == self.workspace_tool.name:
+            # What is already known is answered on the spot (a few stat calls a path); when git
+            # must run first, the call goes to a worker thread and the loop keeps serving.
+            if _size(arguments) <= WORKSPACE_INLINE_HITS:
+                from codescout_mcp.hits import NeedsGit
+
+                try:
+                    return self.workspace_tool.answer(arguments, offline=True)
+                except NeedsGit:
+                    pass
             result: types.CallToolResult = await in_worker(self.workspace_tool.answer, arguments)
             return result
         names = " and ".join(repr(tool.name) for tool in self.listed)

@@ -31,7 +31,7 @@ from codescout_mcp.contract import (
     WORKSPACE_TOOL_NAME,
     WORKSPACE_TOOL_TITLE,
 )
-from codescout_mcp.hits import FileFacts, HitsError, RepositoryFacts
+from codescout_mcp.hits import FileFacts, HitsError, NeedsGit, RepositoryFacts, resolved_folder
 from codescout_mcp.jsontext import shown
 from codescout_mcp.tool import rank
 from codescout_mcp.validate import Checker, InvalidArguments
@@ -69,20 +69,25 @@ class WorkspaceTool:
         self._facts: RepositoryFacts | None = None
         self._warned: set[str] = set()
 
-    def answer(self, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        """The tool's result: the ranking, or a tool error naming the location."""
+    def answer(self, arguments: dict[str, Any] | None, *, offline: bool = False) -> types.CallToolResult:
+        """The tool's result: the ranking, or a tool error naming the location.
+
+        With `offline`, NeedsGit when git must run first (see RepositoryFacts.describe).
+        """
         from codescout_mcp.server import tool_result
 
         try:
-            return tool_result(lambda: self.rank({} if arguments is None else arguments))
+            return tool_result(lambda: self.rank({} if arguments is None else arguments, offline=offline))
         except HitsError as error:  # git failed or timed out: not the caller's doing
             text = f"the workspace {shown(str(self.root))} cannot be read: {error}"
             return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
-    def rank(self, arguments: object, now: float | None = None) -> dict[str, Any]:
+    def rank(self, arguments: object, now: float | None = None, *, offline: bool = False) -> dict[str, Any]:
         """Rank the hits in `arguments`; InvalidArguments names a bad one by its index."""
         checked = CHECKER.validate(arguments)
         with self._lock:  # one call at a time reads and updates what is kept
+            if offline and self._facts is None:
+                raise NeedsGit
             facts = self._repository()
             folders: dict[str, str] = {str(self.root): str(self.root)}
             stats: dict[str, os.stat_result] = {}
@@ -97,7 +102,7 @@ class WorkspaceTool:
                 seen[shown_path] = index
             facts.refresh()
             names = [name for _, name in files]
-            described = facts.describe(names, time.time() if now is None else now, stats=stats)
+            described = facts.describe(names, time.time() if now is None else now, stats=stats, offline=offline)
         hits = []
         for index, (shown_path, name) in enumerate(files):
             fact = described[name]
@@ -142,7 +147,7 @@ class WorkspaceTool:
         folder, name = os.path.split(joined)
         if name in ("", ".", ".."):
             folder, name = joined, ""
-        located = os.path.join(_resolved(folder, folders), name) if name else _resolved(folder, folders)
+        located = os.path.join(resolved_folder(folder, folders), name) if name else resolved_folder(folder, folders)
         if not self._inside(located):
             raise InvalidArguments(where, "outside the workspace")
         try:
@@ -164,29 +169,6 @@ class WorkspaceTool:
 
     def _inside(self, path: str) -> bool:
         return path.startswith(self._prefix)
-
-
-def _resolved(folder: str, known: dict[str, str]) -> str:
-    """`folder` with `..` and links resolved as the system would, reusing folders seen before.
-
-    Each folder is resolved from its (resolved) parent with one `lstat`, so hits that share
-    folders share the work; `known` starts with the workspace root, which is resolved.
-    """
-    found = known.get(folder)
-    if found is not None:
-        return found
-    parent, name = os.path.split(folder)
-    if parent == folder:  # the file system's root
-        real = folder
-    elif name in ("", "."):
-        real = _resolved(parent, known)
-    elif name == "..":
-        real = os.path.dirname(_resolved(parent, known))
-    else:
-        candidate = os.path.join(_resolved(parent, known), name)
-        real = os.path.realpath(candidate) if os.path.islink(candidate) else candidate
-    known[folder] = real
-    return real
 
 
 def _kind(mode: int) -> str:

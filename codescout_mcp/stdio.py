@@ -276,11 +276,14 @@ def _line(message: dict[str, Any] | list[dict[str, Any]]) -> bytes:
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace") + b"\n"
 
 
+BLANK: Final = object()  # what read_line gives for a blank line (JSON's null is None)
+
+
 def read_line(data: bytes) -> object:
-    """The JSON value in one line (None for a blank line); Refusal when it is not JSON."""
+    """The JSON value in one line (BLANK for a blank line); Refusal when it is not JSON."""
     data = data.removesuffix(b"\r")
     if not data.strip():
-        return None
+        return BLANK
     try:
         text = decode_utf8(data, "")
     except JsonTextError as error:
@@ -488,7 +491,7 @@ class _Session:
                             raise Refusal(INVALID_REQUEST, "Invalid request: an empty batch")
                         await self._relay_batch(value, to_server, out)
                         continue
-                    message = None if value is None else as_message(value)
+                    message = None if value is BLANK else as_message(value)
                 except Refusal as refusal:
                     logger.info("refused a message: %s", refusal.message)
                     await out.send(refusal.reply())

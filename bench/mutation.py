@@ -36,16 +36,20 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "codescout_mcp"
 EQUIVALENTS = ROOT / "bench" / "MUTATION.md"
 RESULTS = ROOT / ".cache" / "mutation" / "results.json"
-PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+# Its own environment, with the package installed as a plain copy: an editable install's
+# import hook would win over PYTHONPATH and hide the mutants.
+VENV = ROOT / ".cache" / "mutation" / "venv"
+PYTHON = VENV / "bin" / "python"
+PYTEST = [str(PYTHON), "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider"]
 
 # The tests that judge each module: those that exercise it, kept small enough to run often.
 TESTS: dict[str, list[str]] = {
-    "ranking.py": ["tests/test_properties.py", "tests/test_vectors.py", "-k", "not cli"],
-    "tool.py": ["tests/test_properties.py", "tests/test_vectors.py", "-k", "not cli"],
+    "ranking.py": ["tests/test_vectors.py", "tests/test_ranking.py", "tests/test_properties.py", "-k", "not cli"],
+    "tool.py": ["tests/test_vectors.py", "tests/test_properties.py", "-k", "not cli"],
     "validate.py": [
+        "tests/test_vectors.py",
         "tests/test_validate.py",
         "tests/test_properties.py",
-        "tests/test_vectors.py",
         "tests/test_workspace.py",
         "-k",
         "not cli and not over_stdio and not over_http and not variable and not git_dir",
@@ -211,12 +215,38 @@ def equivalents() -> dict[str, str]:
     return found
 
 
-def run_tests(package_parent: Path, module: str, timeout: float) -> str:
-    env = {**os.environ, "PYTHONPATH": str(package_parent), "PYTHONDONTWRITEBYTECODE": "1"}
+def environment() -> None:
+    """The mutation runs' environment: a venv with the package (not editable) and test tools."""
+    marker = VENV / ".installed"
+    if marker.exists():
+        return
+    shutil.rmtree(VENV, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    subprocess.run([str(PYTHON), "-m", "pip", "install", "-q", f"{ROOT}[test]"], check=True)
+    marker.write_text("ok", encoding="utf-8")
+
+
+# What a copy of the checkout needs for the tests to run from it (and import from it).
+COPIED = ("codescout_mcp", "tests", "examples", "bench", "pyproject.toml", "README.md", "LICENSE")
+
+
+def checkout_copy(target: Path) -> None:
+    """The package and its tests copied into `target`, where imports will find them first."""
+    for name in COPIED:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__", "node_modules"))
+        else:
+            shutil.copy2(source, target / name)
+
+
+def run_tests(copy_root: Path, module: str, timeout: float) -> str:
+    """Run the module's tests from a checkout copy (its package first on every path)."""
+    env = {**os.environ, "PYTHONPATH": str(copy_root), "PYTHONDONTWRITEBYTECODE": "1"}
     try:
         done = subprocess.run(
             [*PYTEST, "--hypothesis-seed=0", *TESTS[module]],
-            cwd=ROOT,
+            cwd=copy_root,
             env=env,
             capture_output=True,
             timeout=timeout,
@@ -230,7 +260,7 @@ def run_tests(package_parent: Path, module: str, timeout: float) -> str:
 def judge(mutant: Mutant, timeout: float) -> str:
     with tempfile.TemporaryDirectory(prefix="codescout-mutant-") as scratch:
         copy_root = Path(scratch)
-        shutil.copytree(PACKAGE, copy_root / "codescout_mcp", ignore=shutil.ignore_patterns("__pycache__"))
+        checkout_copy(copy_root)
         try:
             source = mutated_source(mutant)
             compile(source, mutant.module, "exec")
@@ -248,6 +278,8 @@ def main() -> int:
     args = parser.parse_args()
     modules = args.module or sorted(TESTS)
     known = equivalents()
+    if not args.list:
+        environment()
     started = time.monotonic()
     results: dict[str, dict[str, str]] = {}
     for module in modules:
@@ -257,7 +289,7 @@ def main() -> int:
                 print(mutant.key)
             continue
         with tempfile.TemporaryDirectory(prefix="codescout-clean-") as scratch:
-            shutil.copytree(PACKAGE, Path(scratch) / "codescout_mcp", ignore=shutil.ignore_patterns("__pycache__"))
+            checkout_copy(Path(scratch))
             clean_start = time.monotonic()
             if run_tests(Path(scratch), module, timeout=1800) != "survived":
                 raise SystemExit(f"the tests for {module} fail without any mutant")

@@ -65,7 +65,7 @@ def _exact_key(hit: Hit) -> tuple[int, int, int, str]:
     return (days - matches * 100, -matches, days, utf16_order(hit["path"]))
 
 
-def top(hits: list[Hit], limit: int, *, has_integral_floats: bool = False) -> list[Hit]:
+def top(hits: list[Hit], limit: int, *, has_integral_floats: bool) -> list[Hit]:
     """The best `limit` hits, best first: a bounded heap, never a sort of all of them."""
     key: Callable[[Hit], tuple[int, int, int, str]] = _exact_key if has_integral_floats else _key
     # Paths are unique, so the key is a total order and ties never fall to input order.
@@ -86,7 +86,7 @@ def entry(hit: Hit, rank: int) -> Entry:
     }
 
 
-def ranked(hits: list[Hit], limit: int, *, has_integral_floats: bool = False) -> dict[str, Any]:
+def ranked(hits: list[Hit], limit: int, *, has_integral_floats: bool) -> dict[str, Any]:
     """The whole answer for checked hits: results best first, and the counts."""
     results = [
         entry(hit, rank) for rank, hit in enumerate(top(hits, limit, has_integral_floats=has_integral_floats), 1)

@@ -170,12 +170,7 @@ WORKSPACE_INPUT_SCHEMA: Final[dict[str, Any]] = {
                 "required": ["path", "matches"],
             },
         },
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "default": 10,
-            "description": "How many results to return at most.",
-        },
+        "limit": INPUT_SCHEMA["properties"]["limit"],  # the same rule, the same words
     },
     "required": ["hits"],
 }

@@ -48,13 +48,15 @@ INSTRUCTIONS: Final = (
     "reads files itself."
 )
 
-READ_ONLY: Final = types.ToolAnnotations(
-    title=TOOL_TITLE,
-    read_only_hint=True,
-    destructive_hint=False,
-    idempotent_hint=True,
-    open_world_hint=False,
-)
+
+def read_only(title: str) -> types.ToolAnnotations:
+    """What both tools are: they change nothing, answer the same to the same, reach nothing outside."""
+    return types.ToolAnnotations(
+        title=title, read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
+
+
+READ_ONLY: Final = read_only(TOOL_TITLE)
 
 TOOL: Final = types.Tool(
     name=TOOL_NAME,

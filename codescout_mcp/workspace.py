@@ -33,6 +33,7 @@ from codescout_mcp.contract import (
 )
 from codescout_mcp.hits import FileFacts, HitsError, NeedsGit, RepositoryFacts, resolved_folder
 from codescout_mcp.jsontext import shown
+from codescout_mcp.server import read_only, tool_result
 from codescout_mcp.tool import rank
 from codescout_mcp.validate import Checker, InvalidArguments
 
@@ -46,13 +47,7 @@ DEFINITION: Final = types.Tool(
     description=WORKSPACE_TOOL_DESCRIPTION,
     input_schema=WORKSPACE_INPUT_SCHEMA,
     output_schema=OUTPUT_SCHEMA,
-    annotations=types.ToolAnnotations(
-        title=WORKSPACE_TOOL_TITLE,
-        read_only_hint=True,
-        destructive_hint=False,
-        idempotent_hint=True,
-        open_world_hint=False,
-    ),
+    annotations=read_only(WORKSPACE_TOOL_TITLE),
 )
 
 
@@ -74,8 +69,6 @@ class WorkspaceTool:
 
         With `offline`, NeedsGit when git must run first (see RepositoryFacts.describe).
         """
-        from codescout_mcp.server import tool_result
-
         try:
             return tool_result(lambda: self.rank({} if arguments is None else arguments, offline=offline))
         except HitsError as error:  # git failed or timed out: not the caller's doing

@@ -10,6 +10,7 @@ import resource
 import signal
 import subprocess
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from codescout_mcp.contract import TOOL_NAME
@@ -110,3 +111,12 @@ class RunningServer:
         self.proc.wait(timeout=timeout)
         self._reader.join(timeout=5)
         return self.proc.returncode, self.log
+
+
+def serving(*args: str, **options: Any) -> Iterator[RunningServer]:
+    """For fixtures: a running server, then a check that it stopped cleanly (status 0, no traceback)."""
+    running = RunningServer(*args, **options)
+    yield running
+    status, log = running.stop()
+    assert status == 0, log
+    assert "Traceback" not in log

@@ -55,10 +55,10 @@ def manifest_of(bundle: Path) -> dict[str, Any]:
     return data
 
 
-def test_the_official_mcpb_validates_the_manifest(node_tools: NodeTools, built: tuple[Path, Path]) -> None:
-    _, stage = built
+def mcpb(node_tools: NodeTools, *args: str) -> subprocess.CompletedProcess[str]:
+    """The official `mcpb` command; it must succeed."""
     done = subprocess.run(
-        [*node_tools.command("mcpb"), "validate", str(stage / "manifest.json")],
+        [*node_tools.command("mcpb"), *args],
         capture_output=True,
         text=True,
         env=node_tools.env(),
@@ -66,6 +66,12 @@ def test_the_official_mcpb_validates_the_manifest(node_tools: NodeTools, built: 
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def test_the_official_mcpb_validates_the_manifest(node_tools: NodeTools, built: tuple[Path, Path]) -> None:
+    _, stage = built
+    done = mcpb(node_tools, "validate", str(stage / "manifest.json"))
     assert "validation passes" in done.stdout
 
 
@@ -74,15 +80,7 @@ def test_the_official_mcpb_packs_the_same_files(
 ) -> None:
     bundle, stage = built
     packed = tmp_path / "packed.mcpb"
-    done = subprocess.run(
-        [*node_tools.command("mcpb"), "pack", str(stage), str(packed)],
-        capture_output=True,
-        text=True,
-        env=node_tools.env(),
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    mcpb(node_tools, "pack", str(stage), str(packed))
     ours, theirs = names_in(bundle), names_in(packed)
     # mcpb leaves out the ignore file itself; otherwise the two bundles hold the same files.
     assert [n for n in ours if n != ".mcpbignore"] == [n for n in theirs if n != ".mcpbignore"]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
-from tests.httpserver import RunningServer
+from tests.httpserver import RunningServer, serving
 from tests.nodetools import NodeTools
 
 ERAS = ["2025-11-25", "2026-07-28"]
@@ -24,11 +24,7 @@ ERAS = ["2025-11-25", "2026-07-28"]
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[RunningServer]:
-    running = RunningServer()
-    yield running
-    status, log = running.stop()
-    assert status == 0, log
-    assert "Traceback" not in log
+    yield from serving()
 
 
 @pytest.mark.parametrize("era", ERAS)

@@ -21,18 +21,14 @@ from mcp.client.streamable_http import streamable_http_client
 
 from codescout_mcp.contract import INPUT_SCHEMA, TOOL_NAME
 from tests.helpers import as_json, codescout_exe, reference_rank
-from tests.httpserver import CALL, RunningServer
+from tests.httpserver import CALL, RunningServer, serving
 
 TOKEN = "s3cret-token-for-tests"
 
 
 @pytest.fixture
 def server() -> Iterator[RunningServer]:
-    running = RunningServer()
-    yield running
-    status, log = running.stop()
-    assert status == 0, log
-    assert "Traceback" not in log
+    yield from serving()
 
 
 def listening_address(port: int) -> str:

@@ -19,7 +19,7 @@ import pytest
 
 from codescout_mcp.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_NAME
 from tests.helpers import EXAMPLE, EXAMPLE_RESULT, installed
-from tests.httpserver import RunningServer
+from tests.httpserver import RunningServer, serving
 from tests.nodetools import NodeTools
 
 SDKS = {
@@ -83,11 +83,7 @@ def test_typescript_client_over_stdio(node_tools: NodeTools, version: str) -> No
 
 @pytest.fixture(scope="module")
 def http_server() -> Iterator[RunningServer]:
-    running = RunningServer()
-    yield running
-    status, log = running.stop()
-    assert status == 0, log
-    assert "Traceback" not in log
+    yield from serving()
 
 
 @pytest.mark.parametrize("version", list(SDKS))

@@ -74,16 +74,21 @@ class CodeOwners:
 
 def load_codeowners(root: Path, dialect: str | None, warn: Warn) -> CodeOwners:
     """The CODEOWNERS rules of the work tree at `root`, in the dialect given or detected."""
+    read: dict[str, bytes] = {}
+
+    def data_of(place: str) -> bytes:  # each file is read (and warned about) once
+        if place not in read:
+            read[place] = _read(root / place, place, warn)
+        return read[place]
+
     found = _first(root, GITHUB_PLACES if dialect != "gitlab" else GITLAB_PLACES)
     if dialect is None and found != ".github/CODEOWNERS":
         gitlab_found = _first(root, GITLAB_PLACES)
-        if gitlab_found is not None and (
-            gitlab_found == ".gitlab/CODEOWNERS" or _has_sections(_read(root / gitlab_found, gitlab_found, warn))
-        ):
+        if gitlab_found is not None and (gitlab_found == ".gitlab/CODEOWNERS" or _has_sections(data_of(gitlab_found))):
             dialect, found = "gitlab", gitlab_found
     if found is None:
         return CodeOwners.empty()
-    data = _read(root / found, found, warn)
+    data = data_of(found)
     if dialect == "gitlab":
         return parse_gitlab(_text(data), found, warn)
     if len(data) >= GITHUB_MAX_BYTES:
@@ -232,12 +237,10 @@ def parse_gitlab(text: str, name: str, warn: Warn) -> CodeOwners:
 
 
 def _gitlab_pattern(pattern: str) -> str:
-    """GitLab's normalisation: anchored at the root with `/`, else anywhere; `dir/` = all in it."""
-    if pattern.startswith("\\#"):
-        pattern = pattern[1:]
-    pattern = re.sub(r"\\(\s)", r"\1", pattern)
-    if pattern == "*":
-        return "/**/*"
+    """GitLab's normalisation: anchored at the root with `/`, else anywhere; `dir/` = all in it.
+
+    (An escaped `#` or space needs nothing here: the matcher reads `\\x` as a literal x.)
+    """
     if not pattern.startswith("/"):
         pattern = "/**/" + pattern
     if pattern.endswith("/"):
@@ -265,14 +268,15 @@ def _fnmatch_regex(pattern: str) -> re.Pattern[str]:
             i += 1
             out.append(re.escape(pattern[i]))
         elif char == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^") else i + 1)
+            start = i + 1
+            negate = pattern[start : start + 1] in ("!", "^")
+            start += negate
+            # A `]` right after `[` (or `[!`) is one of the set's characters, not its end.
+            end = pattern.find("]", start + 1)
             if end < 0:
                 out.append(re.escape(char))
             else:
-                body = pattern[i + 1 : end]
-                negate = body[:1] in ("!", "^")
-                body = body[1:] if negate else body
-                escaped = body.replace("\\", "\\\\").replace("[", "\\[")
+                escaped = pattern[start:end].replace("\\", "\\\\").replace("[", "\\[")
                 out.append(f"(?!/)[{'^' if negate else ''}{escaped}]")
                 i = end
         else:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from codescout_mcp.codeowners import parse_github, parse_gitlab
+from pathlib import Path
+
+import pytest
+
+from codescout_mcp.codeowners import CodeOwners, load_codeowners, parse_github, parse_gitlab
 
 
 def github(text: str, paths: list[str]) -> tuple[dict[str, str | None], list[str]]:
@@ -193,3 +197,135 @@ def test_gitlab_invalid_lines_warn_and_are_skipped() -> None:
         "CODEOWNERS:5: no owners, and the section has no default owners; line skipped",
         "CODEOWNERS:6: 'owner' is not a GitLab owner; line skipped, and its entries count in the section before",
     ]
+
+
+def test_gitlab_character_classes_escapes_and_stars() -> None:
+    text = (
+        "[P]\n"
+        "[]a].txt @bracket\n"
+        "[!a]x @not-a\n"
+        "[^b]y @not-b\n"
+        "/lib** @lib-prefix\n"
+        "/top/** @one-level\n"
+        "\\*.md @literal-star\n"
+        "\\?.md @literal-question\n"
+        "/[a-c]/z @range\n"
+        "/slash[/]x @never\n"
+        "/open[ab @unterminated\n"
+    )
+    paths = {
+        "].txt": "@bracket",
+        "a.txt": "@bracket",
+        "b.txt": None,
+        "bx": "@not-a",
+        "ax": None,
+        "ay": "@not-b",
+        "by": None,
+        "lib": "@lib-prefix",
+        "library": "@lib-prefix",
+        "lib/x": None,
+        "top/a": "@one-level",
+        "top/a/b": None,
+        "*.md": "@literal-star",
+        "a.md": None,
+        "?.md": "@literal-question",
+        "b/z": "@range",
+        "d/z": None,
+        "slash/x": None,
+        "open[ab": "@unterminated",
+    }
+    owners, warnings = gitlab(text, list(paths))
+    assert warnings == []
+    assert owners == paths
+
+
+def test_gitlab_an_invalid_pattern_is_one_warning() -> None:
+    owners, warnings = gitlab("* @all\n[z-a].py @bad\n", ["x.py"])
+    assert owners == {"x.py": "@all"}
+    assert len(warnings) == 1
+    assert warnings[0].startswith("CODEOWNERS:2: invalid pattern '[z-a].py' (bad character range")
+    assert warnings[0].endswith("; line skipped")
+
+
+def test_github_patterns_pathspec_refuses_are_one_warning_each() -> None:
+    owners, warnings = github("* @all\n/ @root\nend\\\n", ["a"])
+    assert owners == {"a": "@all"}
+    assert warnings == [
+        "CODEOWNERS:2: pattern '/' matches nothing; line skipped",
+        "CODEOWNERS:3: invalid pattern 'end\\\\' (Invalid git pattern: 'end\\\\'); line skipped",
+    ]
+
+
+# --- files: where they are looked for, and how they are read --------------------------------
+
+
+def load(root: Path, dialect: str | None = None) -> tuple[CodeOwners, list[str]]:
+    warnings: list[str] = []
+    return load_codeowners(root, dialect, warnings.append), warnings
+
+
+def test_gitlab_looks_in_docs_before_dot_gitlab(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / ".gitlab").mkdir()
+    (tmp_path / "docs" / "CODEOWNERS").write_text("[A]\n* @from-docs\n", encoding="utf-8")
+    (tmp_path / ".gitlab" / "CODEOWNERS").write_text("[A]\n* @from-gitlab\n", encoding="utf-8")
+    assert load(tmp_path)[0].owner_of("x") == "@from-docs"
+    assert load(tmp_path, "gitlab")[0].owner_of("x") == "@from-docs"
+    (tmp_path / "docs" / "CODEOWNERS").unlink()
+    assert load(tmp_path)[0].owner_of("x") == "@from-gitlab"
+
+
+def test_a_file_in_dot_gitlab_is_gitlabs_even_without_sections(tmp_path: Path) -> None:
+    (tmp_path / ".gitlab").mkdir()
+    # GitLab reads `docs` as a file named docs anywhere; GitHub as that folder and all in it.
+    (tmp_path / ".gitlab" / "CODEOWNERS").write_text("docs @docs-owner\n", encoding="utf-8")
+    owners, _ = load(tmp_path)
+    assert (owners.owner_of("docs/a.md"), owners.owner_of("x/docs")) == (None, "@docs-owner")
+    (tmp_path / "CODEOWNERS").write_text("docs @docs-owner\n", encoding="utf-8")
+    owners, _ = load(tmp_path)  # the root file comes first, has no sections: GitHub's reading
+    assert (owners.owner_of("docs/a.md"), owners.owner_of("x/docs")) == ("@docs-owner", "@docs-owner")
+
+
+def test_a_byte_order_mark_does_not_hide_a_section_header(tmp_path: Path) -> None:
+    (tmp_path / "CODEOWNERS").write_bytes(b"\xef\xbb\xbf[Docs] @docs\ndocs/\n")
+    owners, warnings = load(tmp_path)
+    assert (owners.owner_of("docs/a.md"), warnings) == ("@docs", [])
+
+
+def test_invalid_utf8_in_codeowners_is_read_around(tmp_path: Path) -> None:
+    (tmp_path / "CODEOWNERS").write_bytes(b"# caf\xe9\n* @all\n")
+    assert load(tmp_path)[0].owner_of("a") == "@all"
+
+
+@pytest.mark.parametrize(("size", "used"), [(3 * 1024 * 1024 - 1, True), (3 * 1024 * 1024, False)])
+def test_github_reads_a_file_just_under_3_mb_and_ignores_one_of_3_mb(tmp_path: Path, size: int, used: bool) -> None:
+    head = b"* @all\n"
+    (tmp_path / "CODEOWNERS").write_bytes(head + b"#" * (size - len(head) - 1) + b"\n")
+    owners, warnings = load(tmp_path)
+    assert owners.owner_of("a") == ("@all" if used else None)
+    assert len(warnings) == (0 if used else 1)
+
+
+def test_a_codeowners_file_that_cannot_be_read_is_one_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "CODEOWNERS").write_text("* @all\n", encoding="utf-8")
+
+    def refuse(self: Path) -> bytes:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    owners, warnings = load(tmp_path)
+    assert owners.owner_of("a") is None
+    assert warnings == ["cannot read CODEOWNERS (Permission denied); no owners are read"]
+
+
+def test_owners_are_remembered_per_path_and_stay_right() -> None:
+    owners, _ = github("*.py @py\n", [])
+    table = parse_github("*.py @py\nsrc/ @src\n", "CODEOWNERS", lambda _: None)
+    assert [table.owner_of(p) for p in ("src/a.py", "src/a.py", "b.py", "b.py", "c.txt")] == [
+        "@src",
+        "@src",
+        "@py",
+        "@py",
+        None,
+    ]
+    assert owners == {}

@@ -204,17 +204,12 @@ class Git:
         env = dict(os.environ)
         if isolated:
             env = {k: v for k, v in env.items() if not k.startswith("GIT_")}
-        env["GIT_OPTIONAL_LOCKS"] = "0"
-        env.setdefault("LC_ALL", "C")
         self.env = env
 
     def command(self, *args: str) -> list[str]:
-        # No fsmonitor daemon started on the user's behalf; paths as they are, never quoted.
-        return [
-            "git", "--no-optional-locks", "--literal-pathspecs",
-            "-c", "core.quotepath=off", "-c", "core.fsmonitor=false",
-            *args,
-        ]  # fmt: skip
+        # No locks taken, pathspecs matched literally, and no fsmonitor daemon started on the
+        # user's behalf. (Paths are read with -z everywhere, so they are never quoted.)
+        return ["git", "--no-optional-locks", "--literal-pathspecs", "-c", "core.fsmonitor=false", *args]
 
     def run(self, *args: str, check: bool = True) -> tuple[int, bytes, bytes]:
         """(status, stdout, stderr) of one git command; HitsError if it cannot run or overruns."""

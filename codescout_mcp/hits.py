@@ -134,11 +134,12 @@ def _count(text: bytes, source: str, number: int) -> int:
         if text.startswith(b"-") and text[1:].isdigit():
             raise HitsError(f"{source}: line {number}: a negative match count")
         raise HitsError(f"{source}: line {number}: {shown(repr(text[:40]))} is not a match count")
-    if len(text.lstrip(b"0")) > MAX_INTEGER_DIGITS:
+    significant = text.lstrip(b"0") or b"0"  # leading zeros count towards Python's digit limit
+    if len(significant) > MAX_INTEGER_DIGITS:
         raise HitsError(
             f"{source}: line {number}: a match count of more than {MAX_INTEGER_DIGITS} digits, too large to rank"
         )
-    return int(text)
+    return int(significant)
 
 
 def _from_count_lines(lines: list[bytes], source: str) -> dict[str, int]:

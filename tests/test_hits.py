@@ -595,3 +595,55 @@ def test_a_codeowners_file_of_3_mb_or_more_is_not_used(tmp_path: Path) -> None:
         f"codescout: warning: .github/CODEOWNERS is {size} bytes, over GitHub's 3 MB limit, so GitHub ignores it; "
         "no owners are read\n"
     )
+
+
+# --- reading git's log, piece by piece ---------------------------------------------------------
+
+
+class Chunks:
+    """A stream that hands out its bytes in pieces of a given size, as a pipe may."""
+
+    def __init__(self, data: bytes, size: int) -> None:
+        self.data = data
+        self.size = size
+
+    def read(self, _: int) -> bytes:
+        piece, self.data = self.data[: self.size], self.data[self.size :]
+        return piece
+
+
+LOG = (
+    b"\x001700000300\x00\nnewest.txt\x00second\nline.txt\x00"  # a later name may start with a newline
+    b"\x001700000200\x00"  # a commit that changed nothing
+    b"\x001700000100\x00\n\nleading-newline.txt\x00a\x00"
+)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 64, 65536])
+def test_log_entries_read_the_same_whatever_the_pieces(size: int) -> None:
+    from codescout_mcp.hits import log_entries
+
+    assert list(log_entries(Chunks(LOG, size))) == [
+        (1700000300, "newest.txt"),
+        (1700000300, "second\nline.txt"),
+        (1700000100, "\nleading-newline.txt"),
+        (1700000100, "a"),
+    ]
+
+
+def test_counts_with_leading_zeros_and_the_digit_limit() -> None:
+    assert read_match_counts(b"a:007\nb:" + b"0" * 5000 + b"1\n", "t") == {"a": 7, "b": 1}
+    assert read_match_counts(b"a:" + b"9" * 4000 + b"\n", "t") == {"a": int("9" * 4000)}
+    with pytest.raises(HitsError, match="line 1: a match count of more than 4000 digits"):
+        read_match_counts(b"a:1" + b"0" * 4000 + b"\n", "t")
+    with pytest.raises(HitsError, match=r"line 2: b'12x' is not a match count"):
+        read_match_counts(b"a:1\nb:12x\n", "t")
+    assert read_match_counts(b"a:1\r\nb:2\r\n", "t") == {"a": 1, "b": 2}  # CRLF lines
+
+
+def test_null_count_records_and_their_line_numbers() -> None:
+    assert read_match_counts(b"one\x003\ntwo\nlines\x001\n", "t") == {"one": 3, "two\nlines": 1}
+    with pytest.raises(HitsError, match="line 4: expected PATH, NUL, COUNT"):
+        read_match_counts(b"one\x003\ntwo\nlines\x001\nbroken", "t")
+    with pytest.raises(HitsError, match="line 2: an empty path"):
+        read_match_counts(b"one\x003\n\x001\n", "t")

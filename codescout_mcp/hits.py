@@ -247,8 +247,10 @@ class Git:
         try:
             yield _Deadlined(proc.stdout, deadline, f"git {args[0]} took longer than {self.timeout:.0f} s")
         finally:
+            # Not communicate(): a child git started would keep the pipe open and make us wait.
             proc.kill()
-            proc.communicate()
+            proc.stdout.close()
+            proc.wait()
 
 
 class _Deadlined:
@@ -451,7 +453,10 @@ class RepositoryFacts:
         except OSError:
             target = ""
         ref = target[5:].strip() if target.startswith("ref: ") else None
-        paths = [head, self.git_dir / "index", self.common_dir / "packed-refs", self.common_dir / "shallow"]
+        # A branch that lives only in packed-refs is written back to its own file when it
+        # moves, so packed-refs itself need not be watched; reftable repositories keep all
+        # their refs in tables that tables.list names.
+        paths = [head, self.git_dir / "index", self.common_dir / "shallow"]
         paths += [self.common_dir / "reftable" / "tables.list"]
         if ref is not None:
             paths += [self.common_dir / ref, self.git_dir / ref]

@@ -1,0 +1,329 @@
+"""RepositoryFacts and ripgrep's formats, in process: the parts the CLI tests reach only in passing."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from codescout_mcp.hits import (
+    Git,
+    HitsError,
+    NeedsGit,
+    RepositoryFacts,
+    build_arguments,
+    parse_now,
+    read_match_counts,
+    resolved_folder,
+)
+from tests.gitrepo import DAY, NOW_SECONDS, Repo
+
+
+def facts_of(root: Path, **options: object) -> tuple[RepositoryFacts, list[str]]:
+    warnings: list[str] = []
+    facts = RepositoryFacts.open(None, cwd=root, warn=warnings.append, isolated=True, **options)  # type: ignore[arg-type]
+    return facts, warnings
+
+
+def days(facts: RepositoryFacts, *names: str, offline: bool = False) -> list[int]:
+    facts.refresh()
+    described = facts.describe(names, NOW_SECONDS, offline=offline)
+    found = []
+    for name in names:
+        fact = described[name]
+        assert not isinstance(fact, OSError), fact
+        found.append(fact.days)
+    return found
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "1\n")
+    r.write("b.txt", "1\n")
+    r.commit("2025-03-01T12:00:00Z", "a.txt", "b.txt")
+    r.write("a.txt", "2\n")
+    r.commit("2026-02-01T12:00:00Z", "a.txt")
+    # Files changed within a second of a status read are read again; let these settle.
+    time.sleep(1.1)
+    return r
+
+
+# --- ripgrep's formats --------------------------------------------------------------------------
+
+
+def event(kind: str, path: object = None, submatches: object = None) -> bytes:
+    data: dict[str, object] = {}
+    if path is not None:
+        data["path"] = path
+    if submatches is not None:
+        data["submatches"] = submatches
+    return json.dumps({"type": kind, "data": data}).encode()
+
+
+def test_json_stream_skips_blank_lines_and_other_events() -> None:
+    stream = b"\n".join(
+        [
+            event("begin", {"text": "a"}),
+            b"",
+            event("match", {"text": "a"}, [{}, {}]),
+            b"   ",
+            event("context", {"text": "b"}),
+            event("match", {"text": "b"}, []),
+            event("end", {"text": "a"}),
+        ]
+    )
+    assert read_match_counts(stream, "t") == {"a": 2, "b": 1}
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (event("match", {"text": "a"}), "line 1: a match event without a path and submatches"),
+        (event("match", None, [{}]), "line 1: a match event without a path and submatches"),
+        (event("match", {"bytes": "not base64!"}, [{}]), "line 1: a match event without a path and submatches"),
+        (event("match", {"other": "a"}, [{}]), "line 1: a match event without a path and submatches"),
+        (event("match", {"text": ""}, [{}]), "line 1: an empty path"),
+        (b'{"type": "match", "data": [1]}', "line 1: a match event without a path and submatches"),
+    ],
+)
+def test_json_stream_refusals(line: bytes, message: str) -> None:
+    with pytest.raises(HitsError) as caught:
+        read_match_counts(line, "t")
+    assert str(caught.value) == f"t: {message}"
+
+
+def test_base64_paths_are_their_bytes() -> None:
+    encoded = base64.b64encode(b"caf\xe9.txt").decode()
+    assert read_match_counts(event("match", {"bytes": encoded}, [{}]), "t") == {os.fsdecode(b"caf\xe9.txt"): 1}
+
+
+def test_count_lines_skip_blank_lines_anywhere() -> None:
+    assert read_match_counts(b"a:1\n\n  \nb:2\n", "t") == {"a": 1, "b": 2}
+    assert read_match_counts(b"a:1\na:2\n", "t") == {"a": 3}  # the same path twice adds up
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b":5\n", "line 1: expected PATH:COUNT"),
+        (b"a:1\nb\n", "line 2: expected PATH:COUNT"),
+        (b"a:-3\n", "line 1: a negative match count"),
+        (b"a:-\n", "line 1: b'-' is not a match count"),
+        (b"a:1-2\n", "line 1: b'1-2' is not a match count"),
+        (b"a:" + b"7" * 50 + b"x\n", "line 1: b'" + "7" * 40 + "' is not a match count"),
+    ],
+)
+def test_count_line_refusals(data: bytes, message: str) -> None:
+    with pytest.raises(HitsError) as caught:
+        read_match_counts(data, "t")
+    assert str(caught.value).startswith(f"t: {message}")
+
+
+def test_null_counts_edges() -> None:
+    assert read_match_counts(b"a\x001", "t") == {"a": 1}  # no newline at the end
+    assert read_match_counts(b"a\x001\n\n  \n", "t") == {"a": 1}  # trailing blank lines
+    assert read_match_counts(b"\na\x002\n", "t") == {"a": 2}  # a blank line before the first record
+    assert read_match_counts(b"one\x001\nnext\n\x002\n", "t") == {"one": 1, "next\n": 2}
+    with pytest.raises(HitsError, match=r"^t: line 3: the path holds a NUL character"):
+        read_match_counts(b"a\x001\nb\x002\nc\x00d\x003\n", "t")
+    with pytest.raises(HitsError, match=r"^t: line 2: an empty path"):
+        read_match_counts(b"a\x001\n\x003\n", "t")
+
+
+# --- git --------------------------------------------------------------------------------------------
+
+
+def slow_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "git").write_text("#!/bin/sh\nsleep 5\n", encoding="utf-8")
+    (shim / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_git_that_overruns_its_timeout_is_one_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    slow_git(tmp_path, monkeypatch)
+    git = Git(tmp_path, timeout=0.2)
+    started = time.monotonic()
+    with pytest.raises(HitsError) as caught:
+        git.run("status")
+    assert str(caught.value) == f"git status took longer than 0 s in {tmp_path}"
+    with git.stream("log") as out:
+        time.sleep(0.3)
+        with pytest.raises(HitsError, match=r"^git log took longer than 0 s$"):
+            out.read(10)
+    assert time.monotonic() - started < 4
+
+
+def test_git_failures_name_the_command_and_its_last_line(tmp_path: Path) -> None:
+    with pytest.raises(HitsError) as caught:
+        Git(tmp_path).run("status")
+    assert str(caught.value).startswith(f"git status failed in {tmp_path}: fatal: not a git repository")
+    assert Git(tmp_path).run("status", check=False)[0] != 0
+
+
+def test_git_keeps_or_clears_the_callers_git_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_DIR", "/nowhere")
+    assert Git(tmp_path).env["GIT_DIR"] == "/nowhere"
+    assert "GIT_DIR" not in Git(tmp_path, isolated=True).env
+    assert Git(tmp_path).command("log")[:5] == [
+        "git",
+        "--no-optional-locks",
+        "--literal-pathspecs",
+        "-c",
+        "core.fsmonitor=false",
+    ]
+
+
+# --- where paths are --------------------------------------------------------------------------------
+
+
+def test_locate_and_relative(repo: Repo, tmp_path: Path) -> None:
+    facts, _ = facts_of(repo.root)
+    sub = repo.root / "src"
+    sub.mkdir()
+    assert facts.locate("a.txt", repo.root) == "a.txt"
+    assert facts.locate("../a.txt", sub) == "a.txt"
+    assert facts.locate(".", sub) == "src"
+    assert facts.locate("..", sub) == "."
+    assert facts.locate("src/", repo.root) == "src"
+    assert facts.locate(str(tmp_path / "elsewhere.txt"), repo.root) == "../elsewhere.txt"
+    assert facts.relative(str(repo.root / "x" / "y")) == "x/y"
+    assert facts.relative(str(tmp_path)) == ".."
+
+
+def test_resolved_folders_follow_links_and_dot_dot(tmp_path: Path) -> None:
+    (tmp_path / "real" / "deep").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    known: dict[str, str] = {}
+    assert resolved_folder(str(tmp_path / "link" / "deep"), known) == str(tmp_path / "real" / "deep")
+    assert resolved_folder(str(tmp_path / "link" / "deep" / ".."), known) == str(tmp_path / "real")
+    assert resolved_folder(str(tmp_path / "link" / "." / "deep"), known) == str(tmp_path / "real" / "deep")
+    assert resolved_folder("/", known) == "/"
+    assert known[str(tmp_path / "link")] == str(tmp_path / "real")
+
+
+# --- ages, kept and refreshed ------------------------------------------------------------------------
+
+
+def test_refresh_sees_every_way_the_history_can_move(repo: Repo) -> None:
+    facts, _ = facts_of(repo.root)
+    assert days(facts, "a.txt", "b.txt") == [27, 364]
+    repo.git("reset", "-q", "--soft", "HEAD~1")  # the branch moves; the index keeps the change
+    assert days(facts, "a.txt", "b.txt") == [0, 364]
+    repo.git("reset", "-q", "--hard", "HEAD")
+    assert days(facts, "a.txt") == [364]
+    repo.git("checkout", "-q", "-b", "other")
+    repo.write("b.txt", "2\n")
+    repo.commit("2026-02-20T12:00:00Z", "b.txt")
+    assert days(facts, "b.txt") == [8]
+    repo.git("checkout", "-q", "main")  # HEAD names another branch
+    assert days(facts, "b.txt") == [364]
+    repo.git("pack-refs", "--all")  # refs move into packed-refs: nothing changes
+    assert days(facts, "b.txt") == [364]
+    repo.git("reset", "-q", "--hard", "other")  # the packed branch moves
+    assert days(facts, "b.txt") == [8]
+    repo.git("checkout", "-q", "--detach", "HEAD~1")  # a detached HEAD
+    assert days(facts, "b.txt") == [364]
+
+
+def test_edits_are_seen_and_reverted_edits_too(repo: Repo) -> None:
+    facts, _ = facts_of(repo.root)
+    assert days(facts, "a.txt") == [27]
+    time.sleep(0.01)
+    repo.write("a.txt", "edited\n")
+    assert days(facts, "a.txt") == [0]
+    repo.git("checkout", "-q", "--", "a.txt")
+    assert days(facts, "a.txt") == [27]
+    untracked = repo.write("new.txt", "x\n")
+    os.utime(untracked, (NOW_SECONDS - 3 * DAY,) * 2)
+    assert days(facts, "new.txt") == [3]
+
+
+def test_offline_answers_only_from_what_is_known(repo: Repo) -> None:
+    facts, _ = facts_of(repo.root)
+    facts.refresh()
+    with pytest.raises(NeedsGit):  # nothing read yet
+        facts.describe(["a.txt"], NOW_SECONDS, offline=True)
+    assert days(facts, "a.txt") == [27]
+    assert days(facts, "a.txt", offline=True) == [27]
+    with pytest.raises(NeedsGit):  # b.txt was not met before the early stop
+        days(facts, "b.txt", offline=True)
+    assert days(facts, "b.txt") == [364]
+    repo.write("a.txt", "edited\n")
+    with pytest.raises(NeedsGit):  # its status must be read again
+        days(facts, "a.txt", offline=True)
+
+
+def test_a_walk_after_an_early_stop_reads_the_whole_history(repo: Repo) -> None:
+    facts, _ = facts_of(repo.root)
+    assert days(facts, "a.txt") == [27]
+    assert not facts._walk_complete  # stopped once a.txt was found
+    assert days(facts, "b.txt") == [364]
+    assert facts._walk_complete
+
+
+def test_paths_outside_and_missing(repo: Repo, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("x", encoding="utf-8")
+    os.utime(outside, (NOW_SECONDS - 2 * DAY,) * 2)
+    (repo.root / "CODEOWNERS").write_text("* @all\n", encoding="utf-8")
+    facts, _ = facts_of(repo.root)
+    facts.refresh()
+    described = facts.describe(["../outside.txt", "missing.txt", "a.txt"], NOW_SECONDS)
+    fact = described["../outside.txt"]
+    assert not isinstance(fact, OSError)
+    assert (fact.days, fact.owner) == (2, None)
+    assert isinstance(described["missing.txt"], FileNotFoundError)
+    inside = described["a.txt"]
+    assert not isinstance(inside, OSError) and inside.owner == "@all"
+
+
+def test_a_shallow_boundary_without_its_file_dates_at_zero(tmp_path: Path, repo: Repo) -> None:
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo.root}", str(clone)], check=True)
+    facts, warnings = facts_of(clone)
+    assert days(facts, "b.txt") == [27]  # the boundary commit's date
+    assert warnings and "history before 2026-02-01" in warnings[0]
+    fresh, _ = facts_of(clone)
+    fresh.refresh()
+    fresh._status_read_at = time.time_ns()  # as if the status were read: the boundary is not known
+    with pytest.raises(NeedsGit):
+        fresh.describe(["b.txt"], NOW_SECONDS, offline=True)
+    subprocess.run(["git", "-C", str(clone), "fetch", "-q", "--deepen=1"], check=True)  # only .git/shallow moves
+    assert days(facts, "b.txt") == [364]
+    (clone / ".git" / "shallow").unlink()
+    assert RepositoryFacts.open(None, cwd=clone, warn=lambda _: None)._read_boundary_time() == 0
+
+
+# --- the rest ----------------------------------------------------------------------------------------
+
+
+def test_parse_now_forms() -> None:
+    assert parse_now(" 2026-03-01T00:00:00z ") == NOW_SECONDS
+    assert parse_now("2026-03-01T00:00:00Z") == NOW_SECONDS
+    assert parse_now("2026-03-01T03:00:00+03:00") == NOW_SECONDS
+
+
+def test_build_arguments_when_every_file_vanished(tmp_path: Path) -> None:
+    warnings: list[str] = []
+    facts = RepositoryFacts.open(None, cwd=tmp_path, warn=warnings.append)
+    with pytest.raises(HitsError, match=r"^no hits are left to rank$"):
+        build_arguments({"gone.txt": 1}, facts=facts, cwd=tmp_path, now=NOW_SECONDS)
+    assert warnings == ["gone.txt: left out, cannot read its modification time (No such file or directory)"]
+
+
+def test_build_arguments_in_a_deleted_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    facts = RepositoryFacts.open(None, cwd=tmp_path, warn=lambda _: None)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(HitsError, match=r"^cannot read the current directory: No such file or directory$"):
+        build_arguments({"a": 1}, facts=facts, now=NOW_SECONDS)

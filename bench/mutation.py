@@ -54,7 +54,13 @@ TESTS: dict[str, list[str]] = {
         "-k",
         "not cli and not over_stdio and not over_http and not variable and not git_dir",
     ],
-    "hits.py": ["tests/test_hits.py", "tests/test_workspace.py", "-k", "not over_stdio and not over_http"],
+    "hits.py": [
+        "tests/test_repository.py",
+        "tests/test_hits.py",
+        "tests/test_workspace.py",
+        "-k",
+        "not over_stdio and not over_http",
+    ],
     "codeowners.py": ["tests/test_codeowners.py", "tests/test_hits.py", "-k", "codeowners or gitlab or owner"],
 }
 
@@ -296,8 +302,18 @@ def main() -> int:
             baseline = time.monotonic() - clean_start
         timeout = max(60.0, 3 * baseline)
         todo = [m for m in found if m.key not in known]
+        done = 0
+
+        def judged(mutant: Mutant) -> str:
+            nonlocal done
+            verdict = judge(mutant, timeout)
+            done += 1
+            if done % 25 == 0:
+                print(f"  {module}: {done} of {len(todo)} judged", flush=True)
+            return verdict
+
         with ThreadPoolExecutor(max_workers=args.workers) as pool:
-            verdicts = list(pool.map(judge, todo, [timeout] * len(todo)))
+            verdicts = list(pool.map(judged, todo))
         outcome = {m.key: v for m, v in zip(todo, verdicts, strict=True)}
         outcome.update({key: "equivalent" for key in known if key.startswith(module + ":")})
         results[module] = outcome

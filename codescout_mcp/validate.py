@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 # What the compiled accept path understands. A schema keyword outside these sets stops the
 # module from loading rather than being skipped in silence.
 _ANNOTATIONS: Final = frozenset({"$schema", "description", "title", "default"})
-_KEYWORDS: Final = frozenset({"type", "properties", "required", "minimum", "minLength", "minItems", "items"})
+_KEYWORDS: Final = frozenset({"type", "properties", "required", "minimum", "minLength", "minItems"})
 
 # The smallest integer with more than MAX_INTEGER_DIGITS digits. Plain copies hold any
 # integer at least this large (in magnitude) as exactly this value, so no error message
@@ -230,12 +230,7 @@ def _build_hit_scanner(item_schema: dict[str, Any]) -> Callable[[list[Any]], tup
     return scanner
 
 
-class _Absent:
-    def __repr__(self) -> str:
-        return "<absent>"
-
-
-_ABSENT: Final = _Absent()
+_ABSENT: Final = object()  # a field left out (`None` is a value: JSON's null)
 
 
 def _without_items(schema: dict[str, Any]) -> dict[str, Any]:
@@ -284,12 +279,7 @@ def plain_scalar(value: object) -> object:
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
-        number = int.__index__(value)
-        if number >= HUGE:
-            return HUGE
-        if number <= -HUGE:
-            return -HUGE
-        return number
+        return max(-HUGE, min(int.__index__(value), HUGE))
     if isinstance(value, float):
         return float.__float__(value)
     if isinstance(value, str):
@@ -300,7 +290,7 @@ def plain_scalar(value: object) -> object:
     if isinstance(value, list):
         return [None] if list.__len__(value) else []
     if isinstance(value, dict):
-        return {"": None} if dict.__len__(value) else {}
+        return {}  # shown as "an object", full or not
     return value
 
 
@@ -375,29 +365,20 @@ def _key_order(obj: dict[str, Any], key: str | int) -> int:
     return len(obj)
 
 
+# jsonschema reports every problem at the object it checks (the arguments, or one hit) or at
+# one of its fields: `rel` is () or (field name,), never deeper.
+
+
 def _order_of(instance: Any, rel: Path) -> tuple[int, ...]:
-    order: list[int] = []
-    for step in rel:
-        if isinstance(instance, dict):
-            order.append(_key_order(instance, step))
-        else:
-            assert isinstance(step, int)
-            order.append(step)
-        instance = instance[step]
-    return tuple(order)
+    return (_key_order(instance, rel[0]),) if rel else ()
 
 
 def _subschema(schema: dict[str, Any], rel: Path) -> dict[str, Any]:
-    for step in rel:
-        schema = schema["items"] if isinstance(step, int) else schema["properties"][step]
-    return schema
+    return schema["properties"][rel[0]] if rel else schema
 
 
 def _is_required(schema: dict[str, Any], rel: Path) -> bool:
-    if not rel or isinstance(rel[-1], int):
-        return True
-    parent = _subschema(schema, rel[:-1])
-    return rel[-1] in parent.get("required", ())
+    return not rel or rel[0] in schema.get("required", ())
 
 
 def _describe(schema: dict[str, Any], *, required: bool) -> str:

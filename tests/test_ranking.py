@@ -47,3 +47,10 @@ def test_ties_fall_to_matches_then_days_then_utf16_path() -> None:
 def test_negative_scores_are_reported_as_they_are() -> None:
     result = rank({"hits": [{"path": "a", "matches": 1, "last_modified_days": 10**30}]})
     assert result["results"][0]["score"] == 100 - 10**30
+
+
+def test_letters_digits_and_punctuation_are_never_trimmed() -> None:
+    import string
+
+    for char in string.ascii_letters + string.digits + string.punctuation:
+        assert owner_of(char) == char, char

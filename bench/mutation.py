@@ -276,6 +276,22 @@ def judge(mutant: Mutant, timeout: float) -> str:
         return run_tests(copy_root, mutant.module, timeout)
 
 
+class _Progress:
+    """Judges mutants and says how far it has got, every 25."""
+
+    def __init__(self, module: str, total: int) -> None:
+        self.module = module
+        self.total = total
+        self.done = 0
+
+    def judge(self, mutant: Mutant, timeout: float) -> str:
+        verdict = judge(mutant, timeout)
+        self.done += 1
+        if self.done % 25 == 0:
+            print(f"  {self.module}: {self.done} of {self.total} judged", flush=True)
+        return verdict
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="Mutation testing of codescout's core.")
     parser.add_argument("--module", action="append", choices=sorted(TESTS), help="only this module (repeatable)")
@@ -302,18 +318,9 @@ def main() -> int:
             baseline = time.monotonic() - clean_start
         timeout = max(60.0, 3 * baseline)
         todo = [m for m in found if m.key not in known]
-        done = 0
-
-        def judged(mutant: Mutant) -> str:
-            nonlocal done
-            verdict = judge(mutant, timeout)
-            done += 1
-            if done % 25 == 0:
-                print(f"  {module}: {done} of {len(todo)} judged", flush=True)
-            return verdict
-
+        progress = _Progress(module, len(todo))
         with ThreadPoolExecutor(max_workers=args.workers) as pool:
-            verdicts = list(pool.map(judged, todo))
+            verdicts = list(pool.map(progress.judge, todo, [timeout] * len(todo)))
         outcome = {m.key: v for m, v in zip(todo, verdicts, strict=True)}
         outcome.update({key: "equivalent" for key in known if key.startswith(module + ":")})
         results[module] = outcome

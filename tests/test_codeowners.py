@@ -329,3 +329,18 @@ def test_owners_are_remembered_per_path_and_stay_right() -> None:
         None,
     ]
     assert owners == {}
+
+
+def test_github_slash_star_at_the_root_owns_top_level_files_only() -> None:
+    owners, _ = github("/* @root\n", ["a", "b.txt", "sub/c"])
+    assert owners == {"a": "@root", "b.txt": "@root", "sub/c": None}
+
+
+def test_github_a_folder_pattern_ending_in_a_slash_owns_all_below() -> None:
+    owners, _ = github("docs/*X/ @x\n", ["docs/aX/b.md", "docs/aX/c/d.md", "docs/b.md"])
+    assert owners == {"docs/aX/b.md": "@x", "docs/aX/c/d.md": "@x", "docs/b.md": None}
+
+
+def test_gitlab_comments_and_a_byte_order_mark() -> None:
+    owners, warnings = gitlab("\ufeff# owners\n* @all\n  # indented comment\n[S]\n# another\n*.md @md\n", ["a.md"])
+    assert (owners, warnings) == ({"a.md": "@all @md"}, [])

@@ -20,3 +20,20 @@ def node_tools() -> object:
     from tests.nodetools import install
 
     return install()
+
+
+def _printable(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    """A failure whose message holds a lone surrogate (several tests are about them) must
+    still reach the main process: pytest-xdist cannot send such text and would stop the run."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.longrepr is not None:
+        shown = str(report.longrepr)
+        if _printable(shown) != shown:
+            report.longrepr = _printable(shown)
+    report.sections = [(title, _printable(body)) for title, body in report.sections]

@@ -98,11 +98,15 @@ class Mutant:
     column: int
     kind: str
     detail: str
+    # Parts of one f-string share its position (and `a - b - c` its operators' start): the
+    # second and later mutants at one place are told apart by a count.
+    occurrence: int = 1
 
     @property
     def key(self) -> str:
         """A name that stays the same while the code around it does not move."""
-        return f"{self.module}:{self.line}:{self.column}:{self.kind}:{self.detail}"
+        suffix = f"#{self.occurrence}" if self.occurrence > 1 else ""
+        return f"{self.module}:{self.line}:{self.column}:{self.kind}:{self.detail}{suffix}"
 
 
 def _skipped(tree: ast.Module) -> set[int]:
@@ -197,10 +201,13 @@ def _apply(node: ast.AST, kind: str) -> None:
 
 def mutants(module: str) -> list[Mutant]:
     tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
-    return [
-        Mutant(module, index, getattr(node, "lineno", 0), getattr(node, "col_offset", 0), kind, detail)
-        for index, (node, kind, detail) in enumerate(_points(tree))
-    ]
+    found: list[Mutant] = []
+    seen: dict[tuple[int, int, str, str], int] = {}
+    for index, (node, kind, detail) in enumerate(_points(tree)):
+        place = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0), kind, detail)
+        seen[place] = seen.get(place, 0) + 1
+        found.append(Mutant(module, index, *place, occurrence=seen[place]))
+    return found
 
 
 def mutated_source(mutant: Mutant) -> str:
@@ -297,15 +304,19 @@ def main() -> int:
     parser.add_argument("--module", action="append", choices=sorted(TESTS), help="only this module (repeatable)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
+    parser.add_argument("--mutant", action="append", metavar="KEY", help="only the mutant with this key (repeatable)")
     args = parser.parse_args()
     modules = args.module or sorted(TESTS)
     known = equivalents()
     if not args.list:
         environment()
     started = time.monotonic()
-    results: dict[str, dict[str, str]] = {}
+    # Earlier results are kept: a run of some modules (or of some mutants) updates its own.
+    results: dict[str, dict[str, str]] = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {}
     for module in modules:
         found = mutants(module)
+        if args.mutant:
+            found = [m for m in found if m.key in args.mutant]
         if args.list:
             for mutant in found:
                 print(mutant.key)
@@ -323,8 +334,11 @@ def main() -> int:
             verdicts = list(pool.map(progress.judge, todo, [timeout] * len(todo)))
         outcome = {m.key: v for m, v in zip(todo, verdicts, strict=True)}
         outcome.update({key: "equivalent" for key in known if key.startswith(module + ":")})
-        results[module] = outcome
-        report(module, found, outcome, known)
+        if args.mutant:
+            results.setdefault(module, {}).update(outcome)
+        else:
+            results[module] = outcome
+        report(module, found, outcome, known, whole=not args.mutant)
     if not args.list:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")
@@ -332,9 +346,9 @@ def main() -> int:
     return 0
 
 
-def report(module: str, found: list[Mutant], outcome: dict[str, str], known: dict[str, str]) -> None:
+def report(module: str, found: list[Mutant], outcome: dict[str, str], known: dict[str, str], *, whole: bool) -> None:
     keys = {m.key for m in found}
-    stale = sorted(k for k in known if k.startswith(module + ":") and k not in keys)
+    stale = sorted(k for k in known if k.startswith(module + ":") and k not in keys) if whole else []
     counts: dict[str, int] = {}
     for key in keys:
         verdict = outcome.get(key, "equivalent" if key in known else "?")

@@ -89,6 +89,40 @@ def test_an_array_without_min_items_may_be_empty() -> None:
     assert _build_top_level_check(schema)({"hits": {}}) is False
 
 
+def test_fields_without_lower_bounds_are_described_without_them() -> None:
+    schema = copy.deepcopy(INPUT_SCHEMA)
+    del schema["properties"]["hits"]["minItems"]
+    del schema["properties"]["hits"]["items"]["properties"]["last_modified_days"]["minimum"]
+    checker = Checker(schema)
+    assert checker.validate({"hits": [hit(last_modified_days=-5)]}).hits == [hit(last_modified_days=-5)]
+    cases = [
+        ({"hits": "x"}, ("hits", 'expected an array, got "x"')),
+        ({"hits": [hit(last_modified_days="x")]}, ("hits[0].last_modified_days", 'expected an integer, got "x"')),
+        ({"hits": [{"path": "a", "matches": 1}]}, ("hits[0].last_modified_days", "missing, expected an integer")),
+    ]
+    for arguments, expected in cases:
+        with pytest.raises(InvalidArguments) as caught:
+            checker.validate(arguments)
+        assert (caught.value.location, caught.value.message) == expected
+
+
+def test_the_first_problem_is_found_whatever_order_the_schema_lists_its_keywords_in() -> None:
+    schema = copy.deepcopy(INPUT_SCHEMA)
+    items = schema["properties"]["hits"]["items"]
+    schema["properties"]["hits"]["items"] = {"required": items["required"], **items}
+    assert next(iter(schema["properties"]["hits"]["items"])) == "required"
+    with pytest.raises(InvalidArguments) as caught:
+        Checker(schema).validate({"hits": [{"matches": 0, "last_modified_days": 0}]})
+    assert (caught.value.location, caught.value.message) == ("hits[0].matches", "expected an integer >= 1, got 0")
+
+
+def test_compiled_checks_name_themselves_in_a_traceback() -> None:
+    assert _build_hit_scanner(ITEMS).__code__.co_filename == "<codescout compiled scan_hits>"
+    top_level = copy.deepcopy(INPUT_SCHEMA)
+    del top_level["properties"]["hits"]["items"]
+    assert _build_top_level_check(top_level).__code__.co_filename == "<codescout compiled top_level_ok>"
+
+
 def test_annotations_are_allowed_and_ignored() -> None:
     schema = copy.deepcopy(ITEMS)
     schema["properties"]["path"].update(title="Path", description="d", default="x", **{"$schema": "s"})

@@ -284,7 +284,7 @@ def judge(mutant: Mutant, timeout: float) -> str:
 
 
 class _Progress:
-    """Judges mutants and says how far it has got, every 25."""
+    """Judges mutants; says how far it has got every 25, and each survivor as it is found."""
 
     def __init__(self, module: str, total: int) -> None:
         self.module = module
@@ -294,6 +294,8 @@ class _Progress:
     def judge(self, mutant: Mutant, timeout: float) -> str:
         verdict = judge(mutant, timeout)
         self.done += 1
+        if verdict == "survived":
+            print(f"  survived: {mutant.key}", flush=True)  # said at once, to start on it early
         if self.done % 25 == 0:
             print(f"  {self.module}: {self.done} of {self.total} judged", flush=True)
         return verdict

@@ -15,6 +15,7 @@ import base64
 import json
 import math
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -162,9 +163,8 @@ def _from_null_counts(data: bytes, source: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     position = 0
     line = 1
-    while position < len(data):
-        if not data[position:].strip():
-            break
+    # Stop where only blank space is left, found without copying the rest of the input.
+    while _NOT_BLANK.search(data, position) is not None:
         nul = data.find(b"\0", position)
         if nul < 0:
             raise HitsError(f"{source}: line {line}: expected PATH, NUL, COUNT from `rg --count-matches --null`")
@@ -181,6 +181,10 @@ def _from_null_counts(data: bytes, source: str) -> dict[str, int]:
         line += data.count(b"\n", position, end) + 1
         position = end + 1
     return counts
+
+
+# Anything but what bytes.strip() removes.
+_NOT_BLANK: Final = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 
 
 def _add(counts: dict[str, int], path_bytes: bytes, count: int, source: str, number: int) -> None:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,6 +135,29 @@ def test_null_counts_edges() -> None:
         read_match_counts(b"a\x001\nb\x002\nc\x00d\x003\n", "t")
     with pytest.raises(HitsError, match=r"^t: line 2: an empty path"):
         read_match_counts(b"a\x001\n\x003\n", "t")
+
+
+class CountedBytes(bytes):
+    """Bytes that add up how much of themselves their slices copy."""
+
+    copied = 0
+
+    def __getitem__(self, key: Any) -> Any:
+        part = bytes.__getitem__(self, key)
+        if isinstance(key, slice):
+            CountedBytes.copied += len(part)
+        return part
+
+
+@pytest.mark.parametrize("tail", [b"", b" \n" * 5_000])
+def test_null_counts_are_read_in_one_pass(tail: bytes) -> None:
+    records = 5_000
+    data = CountedBytes(b"".join(b"src/file%05d.py\x00%d\n" % (i, i + 1) for i in range(records)) + tail)
+    CountedBytes.copied = 0
+    counts = read_match_counts(data, "t")
+    assert len(counts) == records and counts["src/file04999.py"] == 5_000
+    # Each record is copied a bounded number of times, not the rest of the input per record.
+    assert CountedBytes.copied <= 3 * len(data)
 
 
 # --- git --------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ Warn = Callable[[str], None]
 
 GITHUB_PLACES: Final = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
 GITLAB_PLACES: Final = ("CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS")
+CODEOWNERS_PLACES: Final = tuple(dict.fromkeys(GITHUB_PLACES + GITLAB_PLACES))  # every file either may read
 GITHUB_MAX_BYTES: Final = 3 * 1024 * 1024
 
 _GITHUB_OWNER: Final = re.compile(

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Final
 
-from codescout_mcp.codeowners import CodeOwners, load_codeowners
+from codescout_mcp.codeowners import CODEOWNERS_PLACES, CodeOwners, load_codeowners
 from codescout_mcp.contract import MAX_INTEGER_DIGITS
 from codescout_mcp.jsontext import shown
 
@@ -523,7 +523,7 @@ class RepositoryFacts:
         """The CODEOWNERS rules, read again only when a CODEOWNERS file changed."""
         if not self.in_git:
             return CodeOwners.empty()
-        signature = tuple(_stat_signature(self.base / place) for place in _CODEOWNERS_PLACES)
+        signature = tuple(_stat_signature(self.base / place) for place in CODEOWNERS_PLACES)
         if self._owners is None or signature != self._owners_signature:
             self._owners = load_codeowners(self.base, self.dialect, self.warn)
             self._owners_signature = signature
@@ -620,9 +620,6 @@ class RepositoryFacts:
         _, out, _ = self.git.run("log", "--no-walk=unsorted", "--format=%ct", *boundary, "--")
         times = [int(line) for line in out.split() if line.isdigit()]
         return max(times, default=0)
-
-
-_CODEOWNERS_PLACES: Final = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS")
 
 
 def resolved_folder(folder: str, known: dict[str, str]) -> str:

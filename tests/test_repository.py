@@ -309,6 +309,27 @@ def test_paths_outside_and_missing(repo: Repo, tmp_path: Path) -> None:
     assert not isinstance(inside, OSError) and inside.owner == "@all"
 
 
+@pytest.mark.parametrize("place", [".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS"])
+def test_codeowners_written_edited_and_removed_in_each_place_are_seen(repo: Repo, place: str) -> None:
+    facts, _ = facts_of(repo.root)
+
+    def owner() -> str | None:
+        facts.refresh()
+        fact = facts.describe(["a.txt"], NOW_SECONDS)["a.txt"]
+        assert not isinstance(fact, OSError)
+        return fact.owner
+
+    assert owner() is None
+    rules = repo.root / place
+    rules.parent.mkdir(exist_ok=True)
+    rules.write_text("* @one\n", encoding="utf-8")
+    assert owner() == "@one"
+    rules.write_text("* @three\n", encoding="utf-8")  # another size: seen at once
+    assert owner() == "@three"
+    rules.unlink()
+    assert owner() is None
+
+
 def test_a_shallow_boundary_without_its_file_dates_at_zero(tmp_path: Path, repo: Repo) -> None:
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo.root}", str(clone)], check=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from codescout_mcp.hits import (
+    FileFacts,
     Git,
     HitsError,
     NeedsGit,
@@ -135,6 +137,10 @@ def test_null_counts_edges() -> None:
         read_match_counts(b"a\x001\nb\x002\nc\x00d\x003\n", "t")
     with pytest.raises(HitsError, match=r"^t: line 2: an empty path"):
         read_match_counts(b"a\x001\n\x003\n", "t")
+    with pytest.raises(HitsError, match=r"^t: line 1: an empty path"):
+        read_match_counts(b"\x003\n", "t")
+    with pytest.raises(HitsError, match=r"^t: line 2: expected PATH, NUL, COUNT"):
+        read_match_counts(b"a\x001\nb 2\n", "t")
 
 
 class CountedBytes(bytes):
@@ -348,6 +354,13 @@ def test_a_shallow_boundary_without_its_file_dates_at_zero(tmp_path: Path, repo:
 
 
 # --- the rest ----------------------------------------------------------------------------------------
+
+
+def test_file_facts_cannot_be_changed_once_known() -> None:
+    fact = FileFacts(3, "@a")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fact.days = 0  # type: ignore[misc]
+    assert fact == FileFacts(3, "@a") and hash(fact) == hash(FileFacts(3, "@a"))
 
 
 def test_parse_now_forms() -> None:

@@ -530,7 +530,7 @@ class RepositoryFacts:
         return self._owners
 
     def _states(
-        self, names: list[str], stats: dict[str, os.stat_result | OSError], offline: bool = False
+        self, names: list[str], stats: dict[str, os.stat_result | OSError], offline: bool
     ) -> dict[str, str | None]:
         """Each path's uncommitted state: "changed", "untracked" or None (as committed)."""
         assert self.git is not None
@@ -575,7 +575,7 @@ class RepositoryFacts:
                 status[name] = "changed"
         return status
 
-    def _commit_times(self, names: list[str], offline: bool = False) -> dict[str, int]:
+    def _commit_times(self, names: list[str], offline: bool) -> dict[str, int]:
         """Each tracked path's commit time by the rule in the class docstring."""
         missing = {name for name in names if name not in self._commit_time}
         if missing and not self._walk_complete:

@@ -214,6 +214,19 @@ def test_git_keeps_or_clears_the_callers_git_variables(tmp_path: Path, monkeypat
 # --- where paths are --------------------------------------------------------------------------------
 
 
+def test_the_command_line_follows_the_callers_git_variables(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setenv("GIT_DIR", str(repo.root / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(repo.root))
+    followed = RepositoryFacts.open(None, cwd=elsewhere, warn=lambda _: None)  # as `codescout hits` opens it
+    assert followed.in_git and followed.base == repo.root.resolve()
+    isolated = RepositoryFacts.open(None, cwd=elsewhere, warn=lambda _: None, isolated=True)  # the workspace tool
+    assert not isolated.in_git and isolated.base == elsewhere.resolve()
+
+
 def test_locate_and_relative(repo: Repo, tmp_path: Path) -> None:
     facts, _ = facts_of(repo.root)
     sub = repo.root / "src"

@@ -390,6 +390,24 @@ def test_build_arguments_when_every_file_vanished(tmp_path: Path) -> None:
     assert warnings == ["gone.txt: left out, cannot read its modification time (No such file or directory)"]
 
 
+def test_build_arguments_leaves_out_only_the_files_that_vanished(tmp_path: Path) -> None:
+    for name in ("b.txt", "d.txt"):
+        (tmp_path / name).write_text("x", encoding="utf-8")
+        os.utime(tmp_path / name, (NOW_SECONDS - DAY,) * 2)
+    warnings: list[str] = []
+    facts = RepositoryFacts.open(None, cwd=tmp_path, warn=warnings.append)
+    counts = {"d.txt": 4, "c-gone.txt": 3, "b.txt": 2, "a-gone.txt": 1}
+    built = build_arguments(counts, facts=facts, cwd=tmp_path, now=NOW_SECONDS, limit=5)
+    assert built == {
+        "hits": [
+            {"path": "b.txt", "matches": 2, "last_modified_days": 1},
+            {"path": "d.txt", "matches": 4, "last_modified_days": 1},
+        ],
+        "limit": 5,
+    }
+    assert [w.split(":")[0] for w in warnings] == ["a-gone.txt", "c-gone.txt"]
+
+
 def test_build_arguments_in_a_deleted_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     facts = RepositoryFacts.open(None, cwd=tmp_path, warn=lambda _: None)
     gone = tmp_path / "gone"

@@ -328,6 +328,25 @@ def test_paths_outside_and_missing(repo: Repo, tmp_path: Path) -> None:
     assert not isinstance(inside, OSError) and inside.owner == "@all"
 
 
+def test_codeowners_are_read_and_warned_about_once_while_unchanged(repo: Repo) -> None:
+    (repo.root / "CODEOWNERS").write_text("!a.txt @x\n* @all\n", encoding="utf-8")
+    facts, warnings = facts_of(repo.root)
+    for _ in range(3):
+        facts.refresh()
+        fact = facts.describe(["a.txt", "b.txt"], NOW_SECONDS)["a.txt"]
+        assert not isinstance(fact, OSError) and fact.owner == "@all"
+    assert len(warnings) == 1 and "negation (!) is not supported" in warnings[0]
+
+
+def test_stats_already_known_are_used_and_the_rest_are_read(repo: Repo) -> None:
+    facts, _ = facts_of(repo.root)
+    facts.refresh()
+    given = {"b.txt": os.stat(repo.root / "b.txt")}
+    described = facts.describe(["b.txt", "a.txt", "gone.txt"], NOW_SECONDS, stats=given)
+    assert [getattr(described[name], "days", None) for name in ("b.txt", "a.txt")] == [364, 27]
+    assert isinstance(described["gone.txt"], FileNotFoundError)
+
+
 @pytest.mark.parametrize("place", [".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS"])
 def test_codeowners_written_edited_and_removed_in_each_place_are_seen(repo: Repo, place: str) -> None:
     facts, _ = facts_of(repo.root)
@@ -352,14 +371,14 @@ def test_codeowners_written_edited_and_removed_in_each_place_are_seen(repo: Repo
 def test_a_shallow_boundary_without_its_file_dates_at_zero(tmp_path: Path, repo: Repo) -> None:
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo.root}", str(clone)], check=True)
+    time.sleep(1.1)  # the checkout settles, so a second read needs no status again
     facts, warnings = facts_of(clone)
     assert days(facts, "b.txt") == [27]  # the boundary commit's date
     assert warnings and "history before 2026-02-01" in warnings[0]
-    fresh, _ = facts_of(clone)
-    fresh.refresh()
-    fresh._status_read_at = time.time_ns()  # as if the status were read: the boundary is not known
+    assert days(facts, "b.txt", offline=True) == [27]  # everything is known, the boundary too
+    facts._boundary_time = None  # as after a walk that stopped short: the boundary is not known
     with pytest.raises(NeedsGit):
-        fresh.describe(["b.txt"], NOW_SECONDS, offline=True)
+        facts.describe(["b.txt"], NOW_SECONDS, offline=True)
     subprocess.run(["git", "-C", str(clone), "fetch", "-q", "--deepen=1"], check=True)  # only .git/shallow moves
     assert days(facts, "b.txt") == [364]
     (clone / ".git" / "shallow").unlink()

@@ -289,6 +289,45 @@ def test_edits_are_seen_and_reverted_edits_too(repo: Repo) -> None:
     assert days(facts, "new.txt") == [3]
 
 
+def test_a_change_is_today_whatever_the_files_time_says(repo: Repo) -> None:
+    facts, _ = facts_of(repo.root)
+    repo.write("a.txt", "edited\n")
+    os.utime(repo.root / "a.txt", (NOW_SECONDS - 5 * DAY,) * 2)  # an editor that keeps times
+    assert days(facts, "a.txt") == [0]
+    repo.git("add", "a.txt")  # staged, the same
+    assert days(facts, "a.txt") == [0]
+
+
+def test_an_untracked_file_is_dated_by_its_own_time_even_with_history(repo: Repo) -> None:
+    repo.git("rm", "-q", "--cached", "b.txt")
+    repo.commit("2026-02-10T12:00:00Z")  # b.txt leaves the history but stays on disk
+    os.utime(repo.root / "b.txt", (NOW_SECONDS - 3 * DAY,) * 2)
+    facts, _ = facts_of(repo.root)
+    assert days(facts, "b.txt", "a.txt") == [3, 27]
+
+
+def test_adding_a_file_to_the_index_is_seen(repo: Repo) -> None:
+    new = repo.write("new.txt", "x\n")
+    os.utime(new, (NOW_SECONDS - 3 * DAY,) * 2)
+    time.sleep(1.1)  # its inode settles: only the index can tell what changes next
+    facts, _ = facts_of(repo.root)
+    assert days(facts, "new.txt") == [3]  # untracked: its own time
+    repo.git("add", "new.txt")  # the file is untouched; the index changes
+    assert days(facts, "new.txt") == [0]
+
+
+def test_a_reftable_list_that_changes_drops_what_was_known(repo: Repo) -> None:
+    facts, _ = facts_of(repo.root)
+    assert days(facts, "a.txt") == [27]
+    facts.refresh()
+    assert facts._status_read_at is not None  # nothing moved: kept
+    tables = repo.root / ".git" / "reftable" / "tables.list"
+    tables.parent.mkdir()
+    tables.write_text("0x000000000001-0x000000000002-00000000.ref\n", encoding="ascii")
+    facts.refresh()
+    assert facts._status_read_at is None and not facts._commit_time
+
+
 def test_offline_answers_only_from_what_is_known(repo: Repo) -> None:
     facts, _ = facts_of(repo.root)
     facts.refresh()

@@ -90,6 +90,7 @@ def test_json_stream_skips_blank_lines_and_other_events() -> None:
         (event("match", {"text": "a"}), "line 1: a match event without a path and submatches"),
         (event("match", None, [{}]), "line 1: a match event without a path and submatches"),
         (event("match", {"bytes": "not base64!"}, [{}]), "line 1: a match event without a path and submatches"),
+        (event("match", {"bytes": "YWJj!"}, [{}]), "line 1: a match event without a path and submatches"),
         (event("match", {"other": "a"}, [{}]), "line 1: a match event without a path and submatches"),
         (event("match", {"text": ""}, [{}]), "line 1: an empty path"),
         (b'{"type": "match", "data": [1]}', "line 1: a match event without a path and submatches"),

@@ -452,6 +452,16 @@ def test_a_bare_repository_has_no_work_tree(tmp_path: Path) -> None:
     assert done.stderr.decode() == (
         f"codescout: --repo {bare}: a bare git repository (or a .git folder) has no work tree; use a checkout\n"
     )
+    inside = r.root / ".git"  # a checkout's git folder: not bare, and no work tree either
+    for argv, cwd, named in (
+        (["--repo", str(inside)], tmp_path, f"--repo {inside}"),
+        ([], inside, str(inside)),
+    ):
+        done = run([codescout_exe(), "hits", *argv], cwd, stdin=b"a.txt:1\n")
+        assert (done.returncode, done.stdout) == (1, b"")
+        assert done.stderr.decode() == (
+            f"codescout: {named}: a bare git repository (or a .git folder) has no work tree; use a checkout\n"
+        )
 
 
 def test_without_git_installed_file_times_are_used_and_repo_is_refused(tmp_path: Path) -> None:

@@ -623,7 +623,7 @@ class Chunks:
 
 
 LOG = (
-    b"\x001700000300\x00\nnewest.txt\x00second\nline.txt\x00"  # a later name may start with a newline
+    b"\x001700000300\x00\nnewest.txt\x00second\nline.txt\x00\nthird.txt\x00"  # later names may hold newlines
     b"\x001700000200\x00"  # a commit that changed nothing
     b"\x001700000100\x00\n\nleading-newline.txt\x00a\x00"
 )
@@ -636,6 +636,7 @@ def test_log_entries_read_the_same_whatever_the_pieces(size: int) -> None:
     assert list(log_entries(Chunks(LOG, size))) == [
         (1700000300, "newest.txt"),
         (1700000300, "second\nline.txt"),
+        (1700000300, "\nthird.txt"),
         (1700000100, "\nleading-newline.txt"),
         (1700000100, "a"),
     ]

@@ -329,6 +329,30 @@ def test_a_reftable_list_that_changes_drops_what_was_known(repo: Repo) -> None:
     assert facts._status_read_at is None and not facts._commit_time
 
 
+def test_a_linked_worktree_follows_its_own_head(repo: Repo, tmp_path: Path) -> None:
+    linked = tmp_path / "linked"
+    repo.git("worktree", "add", "-q", "-b", "side", str(linked))
+    time.sleep(1.1)
+    facts, _ = facts_of(linked)
+    assert facts.base == linked.resolve() and days(facts, "b.txt") == [364]
+    side = Repo(linked, init=False)
+    side.write("b.txt", "side\n")
+    side.commit("2026-02-25T12:00:00Z", "b.txt")  # only the worktree's branch and index move
+    assert days(facts, "b.txt") == [3]
+
+
+def test_a_head_that_is_not_utf8_is_read_without_failing(repo: Repo) -> None:
+    facts, _ = facts_of(repo.root)
+    assert days(facts, "a.txt") == [27]
+    head = repo.root / ".git" / "HEAD"
+    kept = head.read_bytes()
+    head.write_bytes(b"ref: refs/heads/\xff\n")
+    facts.refresh()
+    assert facts._status_read_at is None  # a new HEAD: what was known is dropped
+    head.write_bytes(kept)
+    assert days(facts, "a.txt") == [27]
+
+
 def test_offline_answers_only_from_what_is_known(repo: Repo) -> None:
     facts, _ = facts_of(repo.root)
     facts.refresh()
@@ -359,7 +383,9 @@ def test_paths_outside_and_missing(repo: Repo, tmp_path: Path) -> None:
     (repo.root / "CODEOWNERS").write_text("* @all\n", encoding="utf-8")
     facts, _ = facts_of(repo.root)
     facts.refresh()
-    described = facts.describe(["../outside.txt", "missing.txt", "a.txt"], NOW_SECONDS)
+    described = facts.describe(["../outside.txt", "missing.txt", "a.txt", ".."], NOW_SECONDS)
+    parent = described[".."]  # the folder above the work tree: outside, so nobody owns it
+    assert not isinstance(parent, OSError) and parent.owner is None
     fact = described["../outside.txt"]
     assert not isinstance(fact, OSError)
     assert (fact.days, fact.owner) == (2, None)

@@ -231,8 +231,9 @@ class Git:
         except subprocess.TimeoutExpired:
             raise HitsError(f"git {args[0]} took longer than {self.timeout:.0f} s in {self.where}") from None
         if check and done.returncode != 0:
-            message = os.fsdecode(done.stderr).strip().splitlines()
-            raise HitsError(f"git {args[0]} failed in {self.where}: {shown(message[-1] if message else '')}")
+            said = os.fsdecode(done.stderr).strip().splitlines()
+            why = shown(said[-1]) if said else f"exit status {done.returncode}, and nothing said"
+            raise HitsError(f"git {args[0]} failed in {self.where}: {why}")
         return done.returncode, done.stdout, done.stderr
 
     @contextmanager

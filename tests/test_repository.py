@@ -199,6 +199,17 @@ def test_git_failures_name_the_command_and_its_last_line(tmp_path: Path) -> None
     assert Git(tmp_path).run("status", check=False)[0] != 0
 
 
+def test_git_that_fails_without_a_word_is_one_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "git").write_text("#!/bin/sh\nexit 3\n", encoding="utf-8")
+    (shim / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(HitsError) as caught:
+        Git(tmp_path).run("status")
+    assert str(caught.value) == f"git status failed in {tmp_path}: exit status 3, and nothing said"
+
+
 def test_git_keeps_or_clears_the_callers_git_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_DIR", "/nowhere")
     assert Git(tmp_path).env["GIT_DIR"] == "/nowhere"

@@ -170,16 +170,17 @@ def test_null_counts_are_read_in_one_pass(tail: bytes) -> None:
 # --- git --------------------------------------------------------------------------------------------
 
 
-def slow_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def fake_git(script: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `git` on PATH that runs this shell script instead."""
     shim = tmp_path / "shim"
     shim.mkdir()
-    (shim / "git").write_text("#!/bin/sh\nsleep 5\n", encoding="utf-8")
+    (shim / "git").write_text(f"#!/bin/sh\n{script}\n", encoding="utf-8")
     (shim / "git").chmod(0o755)
     monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
 
 
 def test_git_that_overruns_its_timeout_is_one_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    slow_git(tmp_path, monkeypatch)
+    fake_git("sleep 5", tmp_path, monkeypatch)
     git = Git(tmp_path, timeout=0.2)
     started = time.monotonic()
     with pytest.raises(HitsError) as caught:
@@ -200,11 +201,7 @@ def test_git_failures_name_the_command_and_its_last_line(tmp_path: Path) -> None
 
 
 def test_git_that_fails_without_a_word_is_one_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    shim = tmp_path / "shim"
-    shim.mkdir()
-    (shim / "git").write_text("#!/bin/sh\nexit 3\n", encoding="utf-8")
-    (shim / "git").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+    fake_git("exit 3", tmp_path, monkeypatch)
     with pytest.raises(HitsError) as caught:
         Git(tmp_path).run("status")
     assert str(caught.value) == f"git status failed in {tmp_path}: exit status 3, and nothing said"

@@ -158,6 +158,10 @@ def _from_count_lines(lines: list[bytes], source: str) -> dict[str, int]:
     return counts
 
 
+# Anything but what bytes.strip() removes.
+_NOT_BLANK: Final = re.compile(rb"[^ \t\n\r\x0b\x0c]")
+
+
 def _from_null_counts(data: bytes, source: str) -> dict[str, int]:
     """`rg --count-matches --null`: PATH NUL COUNT newline, where PATH may hold newlines."""
     counts: dict[str, int] = {}
@@ -181,10 +185,6 @@ def _from_null_counts(data: bytes, source: str) -> dict[str, int]:
         line += data.count(b"\n", position, end) + 1
         position = end + 1
     return counts
-
-
-# Anything but what bytes.strip() removes.
-_NOT_BLANK: Final = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 
 
 def _add(counts: dict[str, int], path_bytes: bytes, count: int, source: str, number: int) -> None:

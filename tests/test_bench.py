@@ -70,3 +70,14 @@ def test_soak_smoke_reports_its_figures() -> None:
     assert re.search(r"with slow clients: \d+ served \(0 not\)", output), output
     assert re.search(r"slow connections still open \d+ s after they began: 0 of \d+", output), output
     assert re.search(r"answers: \{200: 4, 503: 1\}", output), output
+
+
+def test_every_listed_equivalent_mutant_is_still_a_mutant() -> None:
+    """bench/MUTATION.md names mutants by line and column: code that moves must take them along."""
+    from bench import mutation
+
+    listed = mutation.equivalents()
+    assert listed
+    current = {m.key for module in mutation.TESTS for m in mutation.mutants(module)}
+    assert sorted(set(listed) - current) == []
+    assert all(reason for reason in listed.values())

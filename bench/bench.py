@@ -376,7 +376,7 @@ def git_subcommands(argv: list[str], cwd: Path, stdin: bytes, workdir: Path) -> 
     log.unlink(missing_ok=True)
     env = {**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"}
     subprocess.run(argv, cwd=cwd, input=stdin, env=env, capture_output=True, check=True)
-    known = ("rev-parse", "status", "log")
+    known = ("rev-parse", "ls-files", "config", "status", "log")
     return [next(w for w in line.split() if w in known) for line in log.read_text(encoding="utf-8").splitlines()]
 
 
@@ -406,8 +406,8 @@ def bench_hits(files: int, commits: int, rounds: int, workdir: Path, *, merges: 
     if found != files:
         raise SystemExit(f"hits found {found} files, expected {files}")
     calls = git_subcommands(hits_cmd, repo, stream, workdir)
-    if calls != ["rev-parse", "status", "log"]:
-        raise SystemExit(f"hits ran git {calls}, not one rev-parse, one status and one log")
+    if calls != ["rev-parse", "ls-files", "config", "status", "log"]:
+        raise SystemExit(f"hits ran git {calls}, not one each of rev-parse, ls-files, config, status and log")
     hits_s = statistics.median(times["hits"])
     log_s = statistics.median(times["git log"])
     print(

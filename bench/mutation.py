@@ -54,13 +54,17 @@ TESTS: dict[str, list[str]] = {
         "-k",
         "not cli and not over_stdio and not over_http and not variable and not git_dir",
     ],
-    "hits.py": [
-        "tests/test_repository.py",
-        "tests/test_hits.py",
-        "tests/test_workspace.py",
-        "-k",
-        "not over_stdio and not over_http",
-    ],
+    **{
+        module: [
+            "tests/test_repository.py",
+            "tests/test_hits.py",
+            "tests/test_workspace.py",
+            "tests/test_system.py",
+            "-k",
+            "not over_stdio and not over_http",
+        ]
+        for module in ("hits.py", "repository.py", "ripgrep.py", "git.py", "system.py")
+    },
     "codeowners.py": ["tests/test_codeowners.py", "tests/test_hits.py", "-k", "codeowners or gitlab or owner"],
 }
 

@@ -396,16 +396,22 @@ def _timestamp(text: str) -> float:
 
 
 def _run_hits(args: argparse.Namespace) -> int:
-    from codescout_mcp.hits import HitsError, RepositoryFacts, build_arguments, read_match_counts
+    from codescout_mcp.hits import HitsError, hits_arguments
 
     if args.source is None and 0 not in _closed and os.isatty(0):
         args.parser.error("pipe ripgrep's output in (rg --json PATTERN | codescout hits) or use --from FILE")
     name = args.source or "-"
     source = "stdin" if name == "-" else shown(name)
     try:
-        counts = read_match_counts(read_input(name, source), source)
-        facts = RepositoryFacts.open(args.repo, codeowners=args.codeowners, warn=lambda m: _fail(f"warning: {m}"))
-        arguments = build_arguments(counts, facts=facts, now=args.now, limit=args.limit)
+        arguments = hits_arguments(
+            read_input(name, source),
+            source,
+            repo=args.repo,
+            codeowners=args.codeowners,
+            warn=lambda m: _fail(f"warning: {m}"),
+            now=args.now,
+            limit=args.limit,
+        )
     except HitsError as error:
         raise CliError(str(error)) from None
     write_stdout(render_json(arguments))

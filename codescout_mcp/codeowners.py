@@ -17,10 +17,14 @@ accept are skipped with one warning each.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
+
+from codescout_mcp.jsontext import shown
+from codescout_mcp.system import NotRegular, read_regular, relative_inside
 
 if TYPE_CHECKING:
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
@@ -73,41 +77,79 @@ class CodeOwners:
         return " ".join(owners) or None
 
 
-def load_codeowners(root: Path, dialect: str | None, warn: Warn) -> CodeOwners:
-    """The CODEOWNERS rules of the work tree at `root`, in the dialect given or detected."""
-    read: dict[str, bytes] = {}
+# Read no further than this in GitLab's dialect (GitLab names no limit; codescout keeps a
+# hostile checkout from making it read without end).
+GITLAB_MAX_BYTES: Final = 10 * 1024 * 1024
 
-    def data_of(place: str) -> bytes:  # each file is read (and warned about) once
+_PLACES_OF: Final = {"github": GITHUB_PLACES, "gitlab": GITLAB_PLACES}
+
+
+def load_codeowners(root: Path, dialect: str | None, warn: Warn) -> CodeOwners:
+    """The CODEOWNERS rules of the work tree at `root`, in the dialect given or detected.
+
+    Only regular files inside the work tree are read (a committed symbolic link may point
+    anywhere; a FIFO would block): anything else at a CODEOWNERS place is warned about and
+    read as no rules.
+    """
+    read: dict[str, bytes | None] = {}
+    real_root = os.path.realpath(root)
+
+    def data_of(place: str) -> bytes | None:  # each file is read (and warned about) once
         if place not in read:
-            read[place] = _read(root / place, place, warn)
+            read[place] = _read(real_root, place, GITLAB_MAX_BYTES, warn)
         return read[place]
 
     found = _first(root, GITHUB_PLACES if dialect != "gitlab" else GITLAB_PLACES)
     if dialect is None and found != ".github/CODEOWNERS":
         gitlab_found = _first(root, GITLAB_PLACES)
-        if gitlab_found is not None and (gitlab_found == ".gitlab/CODEOWNERS" or _has_sections(data_of(gitlab_found))):
+        if gitlab_found is not None and (
+            gitlab_found == ".gitlab/CODEOWNERS" or _has_sections(data_of(gitlab_found) or b"")
+        ):
             dialect, found = "gitlab", gitlab_found
     if found is None:
+        if dialect is not None:
+            _warn_none_in_places(root, dialect, warn)
         return CodeOwners.empty()
     data = data_of(found)
     if dialect == "gitlab":
+        if data is None:
+            warn(f"{found} is more than {GITLAB_MAX_BYTES} bytes, more than codescout reads; no owners are read")
+            return CodeOwners.empty()
         return parse_gitlab(_text(data), found, warn)
-    if len(data) >= GITHUB_MAX_BYTES:
-        warn(f"{found} is {len(data)} bytes, over GitHub's 3 MB limit, so GitHub ignores it; no owners are read")
+    if data is None or len(data) >= GITHUB_MAX_BYTES:
+        size = len(data) if data is not None else f"more than {GITLAB_MAX_BYTES}"
+        warn(f"{found} is {size} bytes, over GitHub's 3 MB limit, so GitHub ignores it; no owners are read")
         return CodeOwners.empty()
     return parse_github(_text(data), found, warn)
 
 
+def _warn_none_in_places(root: Path, dialect: str, warn: Warn) -> None:
+    places = _PLACES_OF[dialect]
+    other = next((place for place in CODEOWNERS_PLACES if place not in places and os.path.lexists(root / place)), None)
+    name = "GitHub" if dialect == "github" else "GitLab"
+    found_else = f"; {other} is there, which {name} does not read" if other is not None else ""
+    where = ", ".join(places)
+    warn(f"--codeowners {dialect}: no CODEOWNERS in {name}'s places ({where}){found_else}; no owners are read")
+
+
 def _first(root: Path, places: tuple[str, ...]) -> str | None:
-    return next((place for place in places if (root / place).is_file()), None)
+    """The first place holding anything (a file, a link, a FIFO): what the host would read."""
+    return next((place for place in places if os.path.lexists(root / place)), None)
 
 
-def _read(path: Path, name: str, warn: Warn) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as error:
-        warn(f"cannot read {name} ({error.strerror}); no owners are read")
+def _read(real_root: str, place: str, limit: int, warn: Warn) -> bytes | None:
+    """A CODEOWNERS file's bytes (None when over `limit`); b"" with a warning when it cannot be read."""
+    real = os.path.realpath(os.path.join(real_root, place))
+    if relative_inside(real, real_root) is None:
+        warn(f"{place} is a link to {shown(real)}, outside the repository; it is not read, and no owners are read")
         return b""
+    try:
+        return read_regular(real, limit)
+    except NotRegular as error:
+        warn(f"{place} is {error.strerror}; it is not read, and no owners are read")
+    except OSError as error:
+        warn(f"cannot read {place} ({error.strerror}); no owners are read")
+    return b""
 
 
 def _text(data: bytes) -> str:

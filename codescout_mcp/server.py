@@ -9,7 +9,6 @@ the model can read.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import sys
 import threading
@@ -25,8 +24,9 @@ from mcp.shared.exceptions import MCPError
 
 from codescout_mcp import __version__
 from codescout_mcp.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_DESCRIPTION, TOOL_NAME, TOOL_TITLE
+from codescout_mcp.jsontext import shown
+from codescout_mcp.results import read_only, tool_error, tool_result
 from codescout_mcp.tool import rank
-from codescout_mcp.validate import InvalidArguments
 
 if TYPE_CHECKING:
     from codescout_mcp.workspace import WorkspaceTool
@@ -47,13 +47,6 @@ INSTRUCTIONS: Final = (
     "since it last changed, and open the files in the order it returns. It never searches or "
     "reads files itself."
 )
-
-
-def read_only(title: str) -> types.ToolAnnotations:
-    """What both tools are: they change nothing, answer the same to the same, reach nothing outside."""
-    return types.ToolAnnotations(
-        title=title, read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-    )
 
 
 READ_ONLY: Final = read_only(TOOL_TITLE)
@@ -90,16 +83,6 @@ def served_initialize_params(params: object) -> object:
 def answer(arguments: Mapping[str, Any] | None) -> types.CallToolResult:
     """The tool's result for some arguments: the ranking, or a tool error naming the location."""
     return tool_result(lambda: rank({} if arguments is None else arguments))
-
-
-def tool_result(compute: Callable[[], dict[str, Any]]) -> types.CallToolResult:
-    """A successful result carrying `compute()`, or a tool error naming where the input is wrong."""
-    try:
-        result = compute()
-    except InvalidArguments as error:
-        return types.CallToolResult(content=[types.TextContent(text=str(error))], is_error=True)
-    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
-    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=result)
 
 
 def _size(arguments: Mapping[str, Any] | None) -> int:
@@ -148,6 +131,16 @@ class Tools:
         return types.ListToolsResult(tools=self.listed)
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            return await self._call_tool(params)
+        except MCPError:
+            raise
+        except Exception as error:  # a bug: the caller still gets an answer, the log the details
+            logger.error("tool %s failed: %s: %s", shown(params.name), type(error).__name__, shown(str(error)))
+            logger.debug("the failure in full", exc_info=True)
+            return tool_error(f"internal error in {params.name}: {type(error).__name__}; see the server's log")
+
+    async def _call_tool(self, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = params.arguments
         if params.name == TOOL_NAME:
             if _size(arguments) > OFFLOAD_HITS:
@@ -155,13 +148,14 @@ class Tools:
             return answer(arguments)
         if self.workspace_tool is not None and params.name == self.workspace_tool.name:
             # What is already known is answered on the spot (a few stat calls a path); when git
-            # must run first, the call goes to a worker thread and the loop keeps serving.
+            # or a file read must come first, the call goes to a worker thread and the loop
+            # keeps serving.
             if _size(arguments) <= WORKSPACE_INLINE_HITS:
-                from codescout_mcp.hits import NeedsGit
+                from codescout_mcp.repository import NeedsWork
 
                 try:
                     return self.workspace_tool.answer(arguments, offline=True)
-                except NeedsGit:
+                except NeedsWork:
                     pass
             result: types.CallToolResult = await in_worker(self.workspace_tool.answer, arguments)
             return result

@@ -2,13 +2,16 @@
 
 For clients without a shell, which cannot run `rg --json | codescout hits | codescout rank`.
 The caller gives each file's path and match count; the server fills in the age and owner
-exactly as `codescout hits` does (`RepositoryFacts`, one code path for both), then ranks with
-the handler `rank_search_results` uses. It reads git metadata and CODEOWNERS, never file
-contents; git runs with a fixed argument list, no shell, a timeout, and no GIT_* variables.
+exactly as `codescout hits` does (`repository.Checkout`, one code path for both), then ranks
+with the handler `rank_search_results` uses. It reads git metadata and CODEOWNERS, never
+returns or interprets file contents; git runs with a fixed argument list, no shell, a
+deadline, no GIT_* variables, and none of the commands a repository's config can name.
 
 What was read is kept between calls and refreshed when HEAD, the index, a ref or CODEOWNERS
 changes, or when a file's inode changed after its status was read, so repeated calls on an
 unchanged checkout cost a few `stat` calls, and an edit or a commit shows in the next call.
+A workspace that was a plain folder is looked at again on each call, so a `git init` (or a
+clone into it) shows at once.
 """
 
 from __future__ import annotations
@@ -31,15 +34,27 @@ from codescout_mcp.contract import (
     WORKSPACE_TOOL_NAME,
     WORKSPACE_TOOL_TITLE,
 )
-from codescout_mcp.hits import FileFacts, HitsError, NeedsGit, RepositoryFacts, resolved_folder
+from codescout_mcp.git import GitError
 from codescout_mcp.jsontext import shown
-from codescout_mcp.server import read_only, tool_result
+from codescout_mcp.repository import Checkout, FileFacts, NeedsWork, RepositoryError
+from codescout_mcp.results import read_only, tool_error, tool_result
+from codescout_mcp.system import (
+    ancestors,
+    describe_kind,
+    name_problem,
+    relative_inside,
+    resolved_folder,
+    same_folder_inside,
+)
 from codescout_mcp.tool import rank
 from codescout_mcp.validate import Checker, InvalidArguments
 
 logger = logging.getLogger("codescout")
 
 CHECKER: Final = Checker(WORKSPACE_INPUT_SCHEMA)
+
+# How long one call may spend reading the checkout (git included) before it is an error.
+CALL_SECONDS: Final = 120.0
 
 DEFINITION: Final = types.Tool(
     name=WORKSPACE_TOOL_NAME,
@@ -59,46 +74,53 @@ class WorkspaceTool:
 
     def __init__(self, folder: str) -> None:
         self.root = Path(os.path.realpath(folder))
-        self._prefix = os.path.join(self.root, "")  # the root and a separator: what paths inside start with
         self._lock = threading.Lock()
-        self._facts: RepositoryFacts | None = None
+        self._checkout: Checkout | None = None
+        self._git_entries: tuple[bool, ...] = ()  # which folders around the root had a .git when opened
         self._warned: set[str] = set()
 
     def answer(self, arguments: dict[str, Any] | None, *, offline: bool = False) -> types.CallToolResult:
         """The tool's result: the ranking, or a tool error naming the location.
 
-        With `offline`, NeedsGit when git must run first (see RepositoryFacts.describe).
+        With `offline`, NeedsWork when git or a file read must come first.
         """
+        notes: list[str] = []
         try:
-            return tool_result(lambda: self.rank({} if arguments is None else arguments, offline=offline))
-        except HitsError as error:  # git failed or timed out: not the caller's doing
-            text = f"the workspace {shown(str(self.root))} cannot be read: {error}"
-            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+            return tool_result(
+                lambda: self.rank({} if arguments is None else arguments, offline=offline, notes=notes), notes
+            )
+        except (RepositoryError, GitError) as error:  # not the caller's doing
+            return tool_error(f"the workspace {shown(str(self.root))} cannot be read: {error}")
 
-    def rank(self, arguments: object, now: float | None = None, *, offline: bool = False) -> dict[str, Any]:
+    def rank(
+        self, arguments: object, now: float | None = None, *, offline: bool = False, notes: list[str] | None = None
+    ) -> dict[str, Any]:
         """Rank the hits in `arguments`; InvalidArguments names a bad one by its index."""
         checked = CHECKER.validate(arguments)
         with self._lock:  # one call at a time reads and updates what is kept
-            if offline and self._facts is None:
-                raise NeedsGit
-            facts = self._repository()
+            checkout = self._current_checkout(offline)
+            repository = checkout.main.base if checkout.main is not None else None
             folders: dict[str, str] = {str(self.root): str(self.root)}
+            identities: dict[str, tuple[int, int] | None] = {}
             stats: dict[str, os.stat_result] = {}
-            files = [self._file(index, hit["path"], facts, folders, stats) for index, hit in enumerate(checked.hits)]
-            seen: dict[str, int] = {}
-            for index, (shown_path, _) in enumerate(files):
-                if shown_path in seen:
-                    raise InvalidArguments(
-                        f"hits[{index}].path",
-                        f"names the same file as hits[{seen[shown_path]}] ({_quoted(shown_path)})",
-                    )
-                seen[shown_path] = index
-            facts.refresh()
-            names = [name for _, name in files]
-            described = facts.describe(names, time.time() if now is None else now, stats=stats, offline=offline)
+            seen: dict[tuple[int, int], int] = {}
+            files = []
+            for index, given in enumerate(checked.hits):
+                path, shown_path = self._file(index, given["path"], repository, folders, identities, stats, seen)
+                files.append((path, shown_path))
+            checkout.refresh()
+            described = checkout.describe(
+                [path for path, _ in files],
+                time.time() if now is None else now,
+                stats=stats,
+                offline=offline,
+                seconds=CALL_SECONDS,
+            )
+            if notes is not None:
+                notes.extend(checkout.notes)
         hits = []
-        for index, (shown_path, name) in enumerate(files):
-            fact = described[name]
+        for index, (path, shown_path) in enumerate(files):
+            fact = described[path]
             if not isinstance(fact, FileFacts):  # it vanished after the check above
                 raise InvalidArguments(f"hits[{index}].path", f"cannot read {_quoted(shown_path)} ({fact.strerror})")
             hit: dict[str, Any] = {
@@ -111,10 +133,20 @@ class WorkspaceTool:
             hits.append(hit)
         return rank({"hits": hits, "limit": checked.limit})
 
-    def _repository(self) -> RepositoryFacts:
-        if self._facts is None:
-            self._facts = RepositoryFacts.open(None, cwd=self.root, warn=self._warn, isolated=True)
-        return self._facts
+    def _current_checkout(self, offline: bool) -> Checkout:
+        """The checkout, opened again when the workspace was a plain folder and a .git appeared."""
+        entries = self._git_entries_around()
+        if self._checkout is None or (self._checkout.main is None and entries != self._git_entries):
+            if offline:
+                raise NeedsWork
+            self._checkout = Checkout.open(None, cwd=self.root, warn=self._warn, isolated=True, strict=True)
+            self._git_entries = entries
+        return self._checkout
+
+    def _git_entries_around(self) -> tuple[bool, ...]:
+        return tuple(
+            os.path.lexists(os.path.join(folder, ".git")) for folder in [str(self.root), *ancestors(str(self.root))]
+        )
 
     def _warn(self, message: str) -> None:
         if message not in self._warned:  # each distinct warning once per server
@@ -125,53 +157,75 @@ class WorkspaceTool:
         self,
         index: int,
         given: str,
-        facts: RepositoryFacts,
+        repository: Path | None,
         folders: dict[str, str],
+        identities: dict[str, tuple[int, int] | None],
         stats: dict[str, os.stat_result],
+        seen: dict[tuple[int, int], int],
     ) -> tuple[str, str]:
-        """(path relative to the workspace, path relative to the repository) for one hit.
+        """(resolved absolute path, path as shown) for one hit; InvalidArguments if it is unfit.
 
-        The folders on the way are resolved (`..` and links, as the system would), each
-        folder once per call (`folders` remembers them); the file keeps its own name, as git
-        tracks a link by it, but a link must point inside the workspace too.
+        A path is looked for under the workspace first and then, when the workspace is a
+        folder inside a repository, under the repository's root. The folders on the way are
+        resolved (`..` and links, as the system would), each once per call; the file keeps
+        its own name, as git tracks a link by it, but a link must point inside too.
         """
         where = f"hits[{index}].path"
-        joined = os.path.join(self.root, given)
+        problem = name_problem(given)
+        if problem is not None:
+            raise InvalidArguments(where, f"{_quoted(given)} {problem}")
+        bases = [self.root] if repository is None or repository == self.root else [self.root, repository]
+        refusal: InvalidArguments | None = None
+        for base in bases:  # where a relative path is looked for, in this order
+            located = self._located(str(base), given, folders)
+            shown_path = self._shown(located, repository, identities)
+            if shown_path is None:
+                refusal = refusal or InvalidArguments(where, "outside the workspace")
+                continue
+            try:
+                status = os.lstat(located)
+                if stat.S_ISLNK(status.st_mode):
+                    if self._shown(os.path.realpath(located), repository, identities) is None:
+                        raise InvalidArguments(where, "outside the workspace")
+                    status = os.stat(located)
+            except OSError as error:
+                if error.errno in (errno.ENOENT, errno.ENOTDIR):
+                    refusal = refusal or InvalidArguments(where, f"no such file in the workspace: {_quoted(given)}")
+                    continue
+                if error.errno == errno.ENAMETOOLONG:
+                    raise InvalidArguments(where, f"{_quoted(given)} is longer than a path can be") from None
+                raise InvalidArguments(where, f"cannot read {_quoted(given)} ({error.strerror})") from None
+            if not stat.S_ISREG(status.st_mode):
+                raise InvalidArguments(
+                    where, f"{_quoted(given)} is {describe_kind(status.st_mode)}, not a regular file"
+                )
+            identity = (status.st_dev, status.st_ino)
+            if status.st_ino and identity in seen:
+                raise InvalidArguments(where, f"names the same file as hits[{seen[identity]}] ({_quoted(shown_path)})")
+            seen[identity] = index
+            stats[located] = status
+            return located, shown_path
+        assert refusal is not None
+        raise refusal
+
+    def _shown(self, path: str, repository: Path | None, identities: dict[str, tuple[int, int] | None]) -> str | None:
+        """`path` as the answer shows it: relative to the workspace, else to its repository's root;
+        None when it is in neither."""
+        for root in (str(self.root), *((str(repository),) if repository is not None else ())):
+            inside = relative_inside(path, root)
+            if inside is None:
+                inside = same_folder_inside(path, root, identities)
+            if inside:  # (the root itself is no file)
+                return inside
+        return None
+
+    @staticmethod
+    def _located(root: str, given: str, folders: dict[str, str]) -> str:
+        joined = os.path.join(root, given)
         folder, name = os.path.split(joined)
         if name in ("", ".", ".."):
             folder, name = joined, ""
-        located = os.path.join(resolved_folder(folder, folders), name) if name else resolved_folder(folder, folders)
-        if not self._inside(located):
-            raise InvalidArguments(where, "outside the workspace")
-        try:
-            status = os.lstat(located)
-            if stat.S_ISLNK(status.st_mode):
-                if not self._inside(os.path.realpath(located)):
-                    raise InvalidArguments(where, "outside the workspace")
-                status = os.stat(located)
-            mode = status.st_mode
-        except OSError as error:
-            if error.errno in (errno.ENOENT, errno.ENOTDIR):
-                raise InvalidArguments(where, f"no such file in the workspace: {_quoted(given)}") from None
-            raise InvalidArguments(where, f"cannot read {_quoted(given)} ({error.strerror})") from None
-        if not stat.S_ISREG(mode):
-            raise InvalidArguments(where, f"{_quoted(given)} is {_kind(mode)}, not a regular file")
-        relative = facts.relative(located)
-        stats[relative] = status
-        return located[len(self._prefix) :], relative
-
-    def _inside(self, path: str) -> bool:
-        return path.startswith(self._prefix)
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a device"
+        return os.path.join(resolved_folder(folder, folders), name) if name else resolved_folder(folder, folders)
 
 
 def _quoted(path: str) -> str:

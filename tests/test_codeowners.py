@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from codescout_mcp import codeowners
 from codescout_mcp.codeowners import CodeOwners, load_codeowners, parse_github, parse_gitlab
 
 
@@ -309,10 +310,10 @@ def test_github_reads_a_file_just_under_3_mb_and_ignores_one_of_3_mb(tmp_path: P
 def test_a_codeowners_file_that_cannot_be_read_is_one_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "CODEOWNERS").write_text("* @all\n", encoding="utf-8")
 
-    def refuse(self: Path) -> bytes:
+    def refuse(path: str, limit: int) -> bytes:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    monkeypatch.setattr(codeowners, "read_regular", refuse)  # as root, a file mode would not stop the read
     owners, warnings = load(tmp_path)
     assert owners.owner_of("a") is None
     assert warnings == ["cannot read CODEOWNERS (Permission denied); no owners are read"]

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from codescout_mcp.hits import HitsError, parse_now, read_match_counts, whole_days
+from codescout_mcp.hits import parse_now
+from codescout_mcp.repository import whole_days
+from codescout_mcp.ripgrep import RipgrepError, read_match_counts
 from tests.gitrepo import DAY, NOW, NOW_SECONDS, Repo, env_for, hits_from_rg, hits_of, rg_exe, run
 from tests.helpers import codescout_exe
 
@@ -132,7 +134,8 @@ def test_one_git_process_per_question_not_per_file(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["hits"]) == 120
     calls = log.read_text(encoding="utf-8").splitlines()
-    assert [subcommand(c) for c in calls] == ["rev-parse", "status", "log"]
+    # Where the repository is, what it tracks, which filters to switch off, what changed, and when.
+    assert [subcommand(c) for c in calls] == ["rev-parse", "ls-files", "config", "status", "log"]
 
 
 def test_outside_git_uses_file_times_and_no_owners(tmp_path: Path) -> None:
@@ -276,7 +279,7 @@ def test_multiple_submatches_on_one_line_all_count() -> None:
         ]
     )
     assert read_match_counts(stream, "t") == {"a.py": 4}
-    with pytest.raises(HitsError):
+    with pytest.raises(RipgrepError):
         read_match_counts(b"  \n\n", "t")
 
 
@@ -419,9 +422,12 @@ def test_a_shallow_clone_says_so_and_dates_older_files_at_its_boundary(tmp_path:
         ("mid.txt", 90), ("new.txt", 28), ("old.txt", 90)
     ]  # fmt: skip
     assert done.stderr.decode() == (
-        "codescout: warning: this is a shallow clone: history before 2025-12-01 (its oldest commit here) is "
-        "missing, so files last changed earlier show that date; run `git fetch --unshallow` for their real ages\n"
+        f"codescout: warning: {clone} is a shallow clone: 2 files show 2025-12-01, the date of the oldest commit it "
+        "has on this branch, because they were last changed then or before; run `git fetch --unshallow` for their "
+        "real ages\n"
     )
+    unaffected = run([codescout_exe(), "hits", "--now", NOW], clone, stdin=rg_counts("new.txt"))
+    assert unaffected.returncode == 0 and unaffected.stderr == b""  # no hit dated by the boundary: nothing to say
     full = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=rg_counts("old.txt"))
     assert full.stderr == b""
 
@@ -623,38 +629,38 @@ class Chunks:
 
 
 LOG = (
-    b"\x001700000300\x00\nnewest.txt\x00second\nline.txt\x00\nthird.txt\x00"  # later names may hold newlines
-    b"\x001700000200\x00"  # a commit that changed nothing
-    b"\x001700000100\x00\n\nleading-newline.txt\x00a\x00"
+    b"\x001700000300 c3\x00\nnewest.txt\x00second\nline.txt\x00\nthird.txt\x00"  # later names may hold newlines
+    b"\x001700000200 c2\x00"  # a commit that changed nothing
+    b"\x001700000100 c1\x00\n\nleading-newline.txt\x00a\x00"
 )
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 7, 64, 65536])
 def test_log_entries_read_the_same_whatever_the_pieces(size: int) -> None:
-    from codescout_mcp.hits import log_entries
+    from codescout_mcp.repository import log_entries
 
     assert list(log_entries(Chunks(LOG, size))) == [
-        (1700000300, "newest.txt"),
-        (1700000300, "second\nline.txt"),
-        (1700000300, "\nthird.txt"),
-        (1700000100, "\nleading-newline.txt"),
-        (1700000100, "a"),
+        (1700000300, b"c3", "newest.txt"),
+        (1700000300, b"c3", "second\nline.txt"),
+        (1700000300, b"c3", "\nthird.txt"),
+        (1700000100, b"c1", "\nleading-newline.txt"),
+        (1700000100, b"c1", "a"),
     ]
 
 
 def test_counts_with_leading_zeros_and_the_digit_limit() -> None:
     assert read_match_counts(b"a:007\nb:" + b"0" * 5000 + b"1\n", "t") == {"a": 7, "b": 1}
     assert read_match_counts(b"a:" + b"9" * 4000 + b"\n", "t") == {"a": int("9" * 4000)}
-    with pytest.raises(HitsError, match="line 1: a match count of more than 4000 digits"):
+    with pytest.raises(RipgrepError, match="line 1: a match count of more than 4000 digits"):
         read_match_counts(b"a:1" + b"0" * 4000 + b"\n", "t")
-    with pytest.raises(HitsError, match=r"line 2: b'12x' is not a match count"):
+    with pytest.raises(RipgrepError, match=r"line 2: b'12x' is not a match count"):
         read_match_counts(b"a:1\nb:12x\n", "t")
     assert read_match_counts(b"a:1\r\nb:2\r\n", "t") == {"a": 1, "b": 2}  # CRLF lines
 
 
 def test_null_count_records_and_their_line_numbers() -> None:
     assert read_match_counts(b"one\x003\ntwo\nlines\x001\n", "t") == {"one": 3, "two\nlines": 1}
-    with pytest.raises(HitsError, match="line 4: expected PATH, NUL, COUNT"):
+    with pytest.raises(RipgrepError, match="line 4: expected PATH, NUL, COUNT"):
         read_match_counts(b"one\x003\ntwo\nlines\x001\nbroken", "t")
-    with pytest.raises(HitsError, match="line 2: an empty path"):
+    with pytest.raises(RipgrepError, match="line 2: an empty path"):
         read_match_counts(b"one\x003\n\x001\n", "t")

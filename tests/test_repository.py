@@ -6,6 +6,7 @@ import base64
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -13,23 +14,17 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp.hits import (
-    FileFacts,
-    Git,
-    HitsError,
-    NeedsGit,
-    RepositoryFacts,
-    build_arguments,
-    parse_now,
-    read_match_counts,
-    resolved_folder,
-)
+from codescout_mcp.git import Git, GitError
+from codescout_mcp.hits import HitsError, build_arguments, parse_now
+from codescout_mcp.repository import Checkout, FileFacts, NeedsWork, RepositoryFacts
+from codescout_mcp.ripgrep import RipgrepError, read_match_counts
+from codescout_mcp.system import resolved_folder
 from tests.gitrepo import DAY, NOW_SECONDS, Repo
 
 
 def facts_of(root: Path, **options: object) -> tuple[RepositoryFacts, list[str]]:
     warnings: list[str] = []
-    facts = RepositoryFacts.open(None, cwd=root, warn=warnings.append, isolated=True, **options)  # type: ignore[arg-type]
+    facts = RepositoryFacts.open(root, warn=warnings.append, isolated=True, **options)  # type: ignore[arg-type]
     return facts, warnings
 
 
@@ -97,7 +92,7 @@ def test_json_stream_skips_blank_lines_and_other_events() -> None:
     ],
 )
 def test_json_stream_refusals(line: bytes, message: str) -> None:
-    with pytest.raises(HitsError) as caught:
+    with pytest.raises(RipgrepError) as caught:
         read_match_counts(line, "t")
     assert str(caught.value) == f"t: {message}"
 
@@ -124,7 +119,7 @@ def test_count_lines_skip_blank_lines_anywhere() -> None:
     ],
 )
 def test_count_line_refusals(data: bytes, message: str) -> None:
-    with pytest.raises(HitsError) as caught:
+    with pytest.raises(RipgrepError) as caught:
         read_match_counts(data, "t")
     assert str(caught.value).startswith(f"t: {message}")
 
@@ -134,13 +129,13 @@ def test_null_counts_edges() -> None:
     assert read_match_counts(b"a\x001\n\n  \n", "t") == {"a": 1}  # trailing blank lines
     assert read_match_counts(b"\na\x002\n", "t") == {"a": 2}  # a blank line before the first record
     assert read_match_counts(b"one\x001\nnext\n\x002\n", "t") == {"one": 1, "next\n": 2}
-    with pytest.raises(HitsError, match=r"^t: line 3: the path holds a NUL character"):
+    with pytest.raises(RipgrepError, match=r"^t: line 3: the path holds a NUL character"):
         read_match_counts(b"a\x001\nb\x002\nc\x00d\x003\n", "t")
-    with pytest.raises(HitsError, match=r"^t: line 2: an empty path"):
+    with pytest.raises(RipgrepError, match=r"^t: line 2: an empty path"):
         read_match_counts(b"a\x001\n\x003\n", "t")
-    with pytest.raises(HitsError, match=r"^t: line 1: an empty path"):
+    with pytest.raises(RipgrepError, match=r"^t: line 1: an empty path"):
         read_match_counts(b"\x003\n", "t")
-    with pytest.raises(HitsError, match=r"^t: line 2: expected PATH, NUL, COUNT"):
+    with pytest.raises(RipgrepError, match=r"^t: line 2: expected PATH, NUL, COUNT"):
         read_match_counts(b"a\x001\nb 2\n", "t")
 
 
@@ -183,18 +178,18 @@ def test_git_that_overruns_its_timeout_is_one_error(tmp_path: Path, monkeypatch:
     fake_git("sleep 5", tmp_path, monkeypatch)
     git = Git(tmp_path, timeout=0.2)
     started = time.monotonic()
-    with pytest.raises(HitsError) as caught:
+    with pytest.raises(GitError) as caught:
         git.run("status")
     assert str(caught.value) == f"git status took longer than 0 s in {tmp_path}"
     with git.stream("log") as out:
         time.sleep(0.3)
-        with pytest.raises(HitsError, match=r"^git log took longer than 0 s$"):
+        with pytest.raises(GitError, match=rf"^git log took longer than 0 s in {tmp_path}$"):
             out.read(10)
     assert time.monotonic() - started < 4
 
 
 def test_git_failures_name_the_command_and_its_last_line(tmp_path: Path) -> None:
-    with pytest.raises(HitsError) as caught:
+    with pytest.raises(GitError) as caught:
         Git(tmp_path).run("status")
     assert str(caught.value).startswith(f"git status failed in {tmp_path}: fatal: not a git repository")
     assert Git(tmp_path).run("status", check=False)[0] != 0
@@ -202,7 +197,7 @@ def test_git_failures_name_the_command_and_its_last_line(tmp_path: Path) -> None
 
 def test_git_that_fails_without_a_word_is_one_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_git("exit 3", tmp_path, monkeypatch)
-    with pytest.raises(HitsError) as caught:
+    with pytest.raises(GitError) as caught:
         Git(tmp_path).run("status")
     assert str(caught.value) == f"git status failed in {tmp_path}: exit status 3, and nothing said"
 
@@ -211,13 +206,10 @@ def test_git_keeps_or_clears_the_callers_git_variables(tmp_path: Path, monkeypat
     monkeypatch.setenv("GIT_DIR", "/nowhere")
     assert Git(tmp_path).env["GIT_DIR"] == "/nowhere"
     assert "GIT_DIR" not in Git(tmp_path, isolated=True).env
-    assert Git(tmp_path).command("log")[:5] == [
-        "git",
-        "--no-optional-locks",
-        "--literal-pathspecs",
-        "-c",
-        "core.fsmonitor=false",
-    ]
+    command = Git(tmp_path).command("log")
+    assert command[0] == shutil.which("git") and command[-1] == "log"
+    assert command[1:4] == ["--no-pager", "--no-optional-locks", "--literal-pathspecs"]
+    assert command[4:6] == ["-c", "core.fsmonitor=false"] and "log.showRoot=true" in command
 
 
 # --- where paths are --------------------------------------------------------------------------------
@@ -230,24 +222,29 @@ def test_the_command_line_follows_the_callers_git_variables(
     elsewhere.mkdir()
     monkeypatch.setenv("GIT_DIR", str(repo.root / ".git"))
     monkeypatch.setenv("GIT_WORK_TREE", str(repo.root))
-    followed = RepositoryFacts.open(None, cwd=elsewhere, warn=lambda _: None)  # as `codescout hits` opens it
-    assert followed.in_git and followed.base == repo.root.resolve()
-    isolated = RepositoryFacts.open(None, cwd=elsewhere, warn=lambda _: None, isolated=True)  # the workspace tool
-    assert not isolated.in_git and isolated.base == elsewhere.resolve()
+    followed = Checkout.open(None, cwd=elsewhere, warn=lambda _: None)  # as `codescout hits` opens it
+    assert followed.main is not None and followed.base == repo.root.resolve()
+    isolated = Checkout.open(None, cwd=elsewhere, warn=lambda _: None, isolated=True)  # the workspace tool
+    assert isolated.main is None and isolated.base == elsewhere.resolve()
 
 
-def test_locate_and_relative(repo: Repo, tmp_path: Path) -> None:
-    facts, _ = facts_of(repo.root)
+def test_locate_and_shown(repo: Repo, tmp_path: Path) -> None:
+    checkout = Checkout.open(None, cwd=repo.root, warn=lambda _: None, isolated=True)
     sub = repo.root / "src"
     sub.mkdir()
-    assert facts.locate("a.txt", repo.root) == "a.txt"
-    assert facts.locate("../a.txt", sub) == "a.txt"
-    assert facts.locate(".", sub) == "src"
-    assert facts.locate("..", sub) == "."
-    assert facts.locate("src/", repo.root) == "src"
-    assert facts.locate(str(tmp_path / "elsewhere.txt"), repo.root) == "../elsewhere.txt"
-    assert facts.relative(str(repo.root / "x" / "y")) == "x/y"
-    assert facts.relative(str(tmp_path)) == ".."
+
+    def where(given: str, cwd: Path) -> str:
+        return checkout.shown(checkout.locate(given, cwd))
+
+    assert checkout.locate("a.txt", sub) == str(sub / "a.txt")
+    assert where("a.txt", repo.root) == "a.txt"
+    assert where("../a.txt", sub) == "a.txt"
+    assert where(".", sub) == "src"
+    assert where("..", sub) == "."
+    assert where("src/", repo.root) == "src"
+    assert where(str(tmp_path / "elsewhere.txt"), repo.root) == "../elsewhere.txt"
+    assert checkout.shown(str(repo.root / "x" / "y")) == "x/y"
+    assert checkout.shown(str(tmp_path)) == ".."
 
 
 def test_resolved_folders_follow_links_and_dot_dot(tmp_path: Path) -> None:
@@ -364,15 +361,15 @@ def test_a_head_that_is_not_utf8_is_read_without_failing(repo: Repo) -> None:
 def test_offline_answers_only_from_what_is_known(repo: Repo) -> None:
     facts, _ = facts_of(repo.root)
     facts.refresh()
-    with pytest.raises(NeedsGit):  # nothing read yet
+    with pytest.raises(NeedsWork):  # nothing read yet
         facts.describe(["a.txt"], NOW_SECONDS, offline=True)
     assert days(facts, "a.txt") == [27]
     assert days(facts, "a.txt", offline=True) == [27]
-    with pytest.raises(NeedsGit):  # b.txt was not met before the early stop
+    with pytest.raises(NeedsWork):  # b.txt was not met before the early stop
         days(facts, "b.txt", offline=True)
     assert days(facts, "b.txt") == [364]
     repo.write("a.txt", "edited\n")
-    with pytest.raises(NeedsGit):  # its status must be read again
+    with pytest.raises(NeedsWork):  # its status must be read again
         days(facts, "a.txt", offline=True)
 
 
@@ -389,17 +386,23 @@ def test_paths_outside_and_missing(repo: Repo, tmp_path: Path) -> None:
     outside.write_text("x", encoding="utf-8")
     os.utime(outside, (NOW_SECONDS - 2 * DAY,) * 2)
     (repo.root / "CODEOWNERS").write_text("* @all\n", encoding="utf-8")
-    facts, _ = facts_of(repo.root)
-    facts.refresh()
-    described = facts.describe(["../outside.txt", "missing.txt", "a.txt", ".."], NOW_SECONDS)
-    parent = described[".."]  # the folder above the work tree: outside, so nobody owns it
-    assert not isinstance(parent, OSError) and parent.owner is None
-    fact = described["../outside.txt"]
-    assert not isinstance(fact, OSError)
-    assert (fact.days, fact.owner) == (2, None)
-    assert isinstance(described["missing.txt"], FileNotFoundError)
-    inside = described["a.txt"]
-    assert not isinstance(inside, OSError) and inside.owner == "@all"
+    for facts in (facts_of(repo.root)[0], Checkout.open(None, cwd=repo.root, warn=lambda _: None)):
+        facts.refresh()
+        if isinstance(facts, Checkout):
+            named = {str(outside): "../outside.txt", str(repo.root / "missing.txt"): "missing.txt"}
+            named |= {str(repo.root / "a.txt"): "a.txt", str(tmp_path): ".."}
+        else:
+            named = {name: name for name in ("../outside.txt", "missing.txt", "a.txt", "..")}
+        found = facts.describe(list(named), NOW_SECONDS)
+        described = {named[key]: value for key, value in found.items()}
+        parent = described[".."]  # the folder above the work tree: outside, so nobody owns it
+        assert not isinstance(parent, OSError) and parent.owner is None
+        fact = described["../outside.txt"]
+        assert not isinstance(fact, OSError)
+        assert (fact.days, fact.owner) == (2, None)
+        assert isinstance(described["missing.txt"], FileNotFoundError)
+        inside = described["a.txt"]
+        assert not isinstance(inside, OSError) and inside.owner == "@all"
 
 
 def test_codeowners_are_read_and_warned_about_once_while_unchanged(repo: Repo) -> None:
@@ -448,15 +451,13 @@ def test_a_shallow_boundary_without_its_file_dates_at_zero(tmp_path: Path, repo:
     time.sleep(1.1)  # the checkout settles, so a second read needs no status again
     facts, warnings = facts_of(clone)
     assert days(facts, "b.txt") == [27]  # the boundary commit's date
-    assert warnings and "history before 2026-02-01" in warnings[0]
+    assert facts.shallow_note is not None and "1 file shows 2026-02-01, the date of the oldest" in facts.shallow_note
     assert days(facts, "b.txt", offline=True) == [27]  # everything is known, the boundary too
-    facts._boundary_time = None  # as after a walk that stopped short: the boundary is not known
-    with pytest.raises(NeedsGit):
-        facts.describe(["b.txt"], NOW_SECONDS, offline=True)
+    assert facts.shallow_note is not None and "1 file shows 2026-02-01" in facts.shallow_note
+    assert days(facts, "a.txt") == [27] and facts.shallow_note is not None  # then or before: the clone cannot tell
+    assert warnings == []  # notes are the caller's to pass on
     subprocess.run(["git", "-C", str(clone), "fetch", "-q", "--deepen=1"], check=True)  # only .git/shallow moves
-    assert days(facts, "b.txt") == [364]
-    (clone / ".git" / "shallow").unlink()
-    assert RepositoryFacts.open(None, cwd=clone, warn=lambda _: None)._read_boundary_time() == 0
+    assert days(facts, "b.txt") == [364] and facts.shallow_note is not None and "2025-03-01" in facts.shallow_note
 
 
 # --- the rest ----------------------------------------------------------------------------------------
@@ -477,9 +478,9 @@ def test_parse_now_forms() -> None:
 
 def test_build_arguments_when_every_file_vanished(tmp_path: Path) -> None:
     warnings: list[str] = []
-    facts = RepositoryFacts.open(None, cwd=tmp_path, warn=warnings.append)
+    checkout = Checkout.open(None, cwd=tmp_path, warn=warnings.append)
     with pytest.raises(HitsError, match=r"^no hits are left to rank$"):
-        build_arguments({"gone.txt": 1}, facts=facts, cwd=tmp_path, now=NOW_SECONDS)
+        build_arguments({"gone.txt": 1}, checkout=checkout, cwd=tmp_path, now=NOW_SECONDS)
     assert warnings == ["gone.txt: left out, cannot read its modification time (No such file or directory)"]
 
 
@@ -488,9 +489,9 @@ def test_build_arguments_leaves_out_only_the_files_that_vanished(tmp_path: Path)
         (tmp_path / name).write_text("x", encoding="utf-8")
         os.utime(tmp_path / name, (NOW_SECONDS - DAY,) * 2)
     warnings: list[str] = []
-    facts = RepositoryFacts.open(None, cwd=tmp_path, warn=warnings.append)
+    checkout = Checkout.open(None, cwd=tmp_path, warn=warnings.append)
     counts = {"d.txt": 4, "c-gone.txt": 3, "b.txt": 2, "a-gone.txt": 1}
-    built = build_arguments(counts, facts=facts, cwd=tmp_path, now=NOW_SECONDS, limit=5)
+    built = build_arguments(counts, checkout=checkout, cwd=tmp_path, now=NOW_SECONDS, limit=5)
     assert built == {
         "hits": [
             {"path": "b.txt", "matches": 2, "last_modified_days": 1},
@@ -502,10 +503,10 @@ def test_build_arguments_leaves_out_only_the_files_that_vanished(tmp_path: Path)
 
 
 def test_build_arguments_in_a_deleted_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    facts = RepositoryFacts.open(None, cwd=tmp_path, warn=lambda _: None)
+    checkout = Checkout.open(None, cwd=tmp_path, warn=lambda _: None)
     gone = tmp_path / "gone"
     gone.mkdir()
     monkeypatch.chdir(gone)
     gone.rmdir()
     with pytest.raises(HitsError, match=r"^cannot read the current directory: No such file or directory$"):
-        build_arguments({"a": 1}, facts=facts, now=NOW_SECONDS)
+        build_arguments({"a": 1}, checkout=checkout, now=NOW_SECONDS)

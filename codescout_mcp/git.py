@@ -1,0 +1,220 @@
+"""Running git on a checkout nobody vetted: fixed arguments, a deadline, and nothing it configures.
+
+A repository's own config (`.git/config`, files it includes, a submodule's config) can name
+commands for git to run: a clean or smudge filter for files its `.gitattributes` names, an
+fsmonitor hook, a pager, a transport for fetching missing objects. codescout only asks git
+what changed and when, so every git it starts is told, on its command line (which outranks
+every config file), to run none of them:
+
+* filters: each filter driver the config defines gets an empty clean, smudge and process
+  command and `required=false` (listed with `git config` first; `status` is the one command
+  here that may read a file's content, to tell whether a file whose time changed really
+  changed, and it reads it raw);
+* `core.fsmonitor=false`, `core.hooksPath` at the null device, `--no-pager`;
+* every transport refused (`protocol.*.allow=never`, and GIT_NO_LAZY_FETCH for the gits
+  that know it), so a partial clone's missing object fails instead of fetching;
+* signatures not checked (`log.showSignature=false`), `.mailmap` not read.
+
+Settings that change what git prints are pinned too, so that the user's own config cannot
+change an answer (`log.showRoot=true` above all: without it the root commit lists no
+files). Paths are read with `-z`, so they are never quoted, and messages are asked for in
+the C locale, so that a refusal can be told from a failure by its words.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Final
+
+from codescout_mcp.jsontext import shown
+from codescout_mcp.system import ChildOutputTooLarge, ChildTimeout, StreamedChild, decode_name, run_child
+
+GIT_TIMEOUT: Final = 120.0
+
+# Settings on every git's command line, each for a reason given above or here.
+PINNED: Final = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", os.devnull),
+    ("log.showRoot", "true"),
+    ("log.showSignature", "false"),
+    ("log.mailmap", "false"),
+    ("log.follow", "false"),
+    ("log.decorate", "false"),
+    ("diff.relative", "false"),  # names relative to the work tree's root, never the current folder
+    ("diff.renames", "false"),
+    ("status.renames", "false"),
+    ("status.submoduleSummary", "false"),
+    ("status.showStash", "false"),
+    ("status.branch", "false"),
+    ("submodule.recurse", "false"),
+    ("color.ui", "false"),
+    ("protocol.allow", "never"),
+    *((f"protocol.{name}.allow", "never") for name in ("file", "git", "ssh", "http", "https", "ext")),
+)
+
+
+class GitError(Exception):
+    """git could not answer: missing, failed, too slow. The message is one line."""
+
+
+class GitMissing(GitError):
+    """No git program on PATH."""
+
+
+class GitRefused(GitError):
+    """git will not open a repository (its "dubious ownership" guard); the message names the fix."""
+
+
+class NotARepository(GitError):
+    """The folder is in no git repository."""
+
+
+def git_program() -> str:
+    """The git program on PATH, as a full path; GitMissing if there is none.
+
+    (On macOS without the command line tools, /usr/bin/git is a stand-in that only says
+    so and fails: `open_failure` names the cure when its message comes back.)
+    """
+    found = shutil.which("git")
+    if found is None:
+        raise GitMissing("git is not installed (no `git` on PATH)")
+    return found
+
+
+class Git:
+    """Runs git in one folder: fixed argument lists, no shell, a deadline, nothing configured run.
+
+    `isolated` clears every GIT_* variable from the environment, so that the caller's
+    environment cannot point git at another repository or change how it reads this one.
+    """
+
+    def __init__(self, where: Path, *, isolated: bool = False, timeout: float = GIT_TIMEOUT) -> None:
+        self.where = where
+        self.timeout = timeout
+        env = dict(os.environ)
+        if isolated:
+            env = {k: v for k, v in env.items() if not k.startswith("GIT_")}
+        env.update(LC_ALL="C", LANGUAGE="C", GIT_NO_LAZY_FETCH="1", GIT_TERMINAL_PROMPT="0")
+        self.env = env
+        self.program = git_program()  # found once for this folder's commands
+
+    def command(self, *args: str, extra: tuple[str, ...] = ()) -> list[str]:
+        """The full argv for `git ARGS`: the pinned settings first, then `extra` settings."""
+        options = [item for key, value in PINNED for item in ("-c", f"{key}={value}")]
+        return [self.program, "--no-pager", "--no-optional-locks", "--literal-pathspecs", *options, *extra, *args]
+
+    def run(
+        self, *args: str, check: bool = True, seconds: float | None = None, extra: tuple[str, ...] = ()
+    ) -> tuple[int, bytes, bytes]:
+        """(status, stdout, stderr) of one git command; GitError if it cannot run, fails or overruns."""
+        limit = self.timeout if seconds is None else min(seconds, self.timeout)
+        try:
+            status, out, err = run_child(
+                self.command(*args, extra=extra), cwd=str(self.where), env=self.env, seconds=limit
+            )
+        except ChildTimeout:
+            raise GitError(f"git {args[0]} took longer than {limit:.0f} s in {shown(str(self.where))}") from None
+        except ChildOutputTooLarge:
+            raise GitError(f"git {args[0]} printed more than codescout will read in {shown(str(self.where))}") from None
+        except FileNotFoundError:
+            raise GitMissing("git is not installed (no `git` on PATH)") from None
+        except OSError as error:
+            raise GitError(f"cannot run git in {shown(str(self.where))}: {error.strerror}") from None
+        if check and status != 0:
+            raise GitError(f"git {args[0]} failed in {shown(str(self.where))}: {said(err, status)}")
+        return status, out, err
+
+    @contextmanager
+    def stream(self, *args: str, seconds: float | None = None) -> Iterator[GitOutput]:
+        """git's stdout as it is produced; the process (and its children) ended when the block ends.
+
+        A block that reads to the end and leaves normally checks git's exit status: a git
+        that failed part-way (a missing object, say) is a GitError, not a short answer.
+        """
+        limit = self.timeout if seconds is None else min(seconds, self.timeout)
+        try:
+            child = StreamedChild(self.command(*args), cwd=str(self.where), env=self.env, seconds=limit)
+        except FileNotFoundError:
+            raise GitMissing("git is not installed (no `git` on PATH)") from None
+        timed_out = GitError(f"git {args[0]} took longer than {limit:.0f} s in {shown(str(self.where))}")
+        try:
+            yield GitOutput(child, timed_out)
+            if child.ended_at_eof:
+                try:
+                    status, err = child.finish()
+                except ChildTimeout:
+                    raise timed_out from None
+                if status != 0:
+                    raise GitError(f"git {args[0]} failed in {shown(str(self.where))}: {said(err, status)}")
+        finally:
+            child.close()
+
+    def filter_settings(self) -> tuple[str, ...]:
+        """`-c` settings that turn every configured filter driver into no filter at all."""
+        status, out, _ = self.run("config", "-z", "--get-regexp", r"^filter\.", check=False)
+        if status not in (0, 1):  # 1: no such key
+            raise GitError(f"git config failed in {shown(str(self.where))}: exit status {status}")
+        drivers: dict[bytes, None] = {}
+        for entry in out.split(b"\0"):
+            name = entry.split(b"\n", 1)[0]
+            if name.count(b".") >= 2:
+                drivers[name[len(b"filter.") : name.rindex(b".")]] = None
+        settings: list[str] = []
+        for driver in drivers:
+            driver_name = decode_name(driver)
+            for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
+                settings += ["-c", f"filter.{driver_name}.{key}={value}"]
+        return tuple(settings)
+
+
+class GitOutput:
+    """git's stdout as `Git.stream` hands it out: `read` raises GitError once the deadline passed."""
+
+    def __init__(self, child: StreamedChild, timed_out: GitError) -> None:
+        self.child = child
+        self.timed_out = timed_out
+
+    def read(self, size: int) -> bytes:
+        try:
+            return self.child.read(size)
+        except ChildTimeout:
+            raise self.timed_out from None
+
+
+def said(stderr: bytes, status: int) -> str:
+    """What git said about a failure, in one line: its last line (or its exit status)."""
+    lines = [line for line in decode_name(stderr).strip().splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    if fatal:
+        return shown(fatal[0])
+    return shown(lines[-1]) if lines else f"exit status {status}, and nothing said"
+
+
+def open_failure(folder: str, stderr: bytes, status: int) -> GitError:
+    """The error for a `git rev-parse` that failed in `folder`: not a repository, refused, failed."""
+    text = decode_name(stderr)
+    if "not a git repository" in text:
+        return NotARepository(f"{shown(folder)} is not in a git repository")
+    if "dubious ownership" in text:
+        return GitRefused(
+            f"git refuses to read {shown(folder)}: {said(stderr, status).removeprefix('fatal: ')} "
+            "(it belongs to another user); if you trust it, run "
+            f"`git config --global --add safe.directory {shown(_refused_folder(text) or folder)}`"
+        )
+    if "xcrun" in text:
+        return GitError(
+            f"git cannot run: {said(stderr, status)} (on macOS, install the command line tools: "
+            "`xcode-select --install`)"
+        )
+    return GitError(f"git cannot read {shown(folder)}: {said(stderr, status)}")
+
+
+def _refused_folder(text: str) -> str | None:
+    """The folder git names in its "dubious ownership" message (`... at '/path'`)."""
+    start = text.find(" at '")
+    end = text.find("'", start + 5)
+    return text[start + 5 : end] if start >= 0 and end > start else None

@@ -1,0 +1,683 @@
+"""What repositories say about files: each file's age and owner, from the repository holding it.
+
+`RepositoryFacts` answers for one git work tree (or, outside git, one plain folder).
+`Checkout` answers for files wherever they are: each from the innermost repository that
+holds it (a submodule's files from the submodule, a nested repository's from itself, a file
+beside the repository from whatever holds it there), so one `git log` runs per repository
+involved, never one per file. Both `codescout hits` and the MCP tool `rank_workspace_hits`
+ask a `Checkout`, so a file's age and owner are worked out by one piece of code.
+
+git runs through `git.Git` (nothing a repository configures is run); the files read here
+(HEAD, CODEOWNERS) are read only when they are regular files, and only up to a size.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Final
+
+from codescout_mcp.codeowners import CODEOWNERS_PLACES, CodeOwners, load_codeowners
+from codescout_mcp.git import Git, GitError, GitMissing, NotARepository, open_failure
+from codescout_mcp.jsontext import shown
+from codescout_mcp.system import (
+    CURRENT,
+    NotRegular,
+    System,
+    ancestors,
+    changed_ns,
+    decode_name,
+    loose_key,
+    read_regular,
+    relative_inside,
+    relative_to,
+    resolved_folder,
+    same_folder_inside,
+)
+
+SECONDS_PER_DAY: Final = 86_400
+# A file whose inode changed less than this before its status was read is read again: file
+# times can be coarse, and a change in the same instant as the snapshot must not be missed.
+STATUS_SLACK_NS: Final = 1_000_000_000
+# The most a HEAD file can sensibly hold ("ref: refs/heads/<name>" or a commit id).
+HEAD_LIMIT: Final = 64 * 1024
+
+Warn = Callable[[str], None]
+
+
+class RepositoryError(Exception):
+    """A repository (or folder) that cannot be read as asked; the message is one line."""
+
+
+class NeedsWork(Exception):
+    """Raised by `describe(..., offline=True)` when the answer needs git or a file read first."""
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """What is known of one file: whole days since it last changed, and its owners."""
+
+    days: int
+    owner: str | None
+
+
+def whole_days(now: float, then: float) -> int:
+    """Whole days from `then` to `now`; a time in the future counts as today."""
+    return max(0, math.floor((now - then) / SECONDS_PER_DAY))
+
+
+def log_entries(stream: Any) -> Iterator[tuple[int, bytes, str]]:
+    """(commit time, commit id, path) from `git log -z --format=%x00%ct %H --name-only`.
+
+    Each commit reads NUL, its time and id, NUL, then (after a newline) its paths, each
+    ending in NUL. A path is never empty, so an empty field always announces a commit.
+    """
+    pending = b""
+    when = 0
+    commit = b""
+    expect_header = False
+    first_path = False
+    for chunk in iter(lambda: stream.read(1 << 16), b""):
+        fields = (pending + chunk).split(b"\0")
+        pending = fields.pop()
+        for field in fields:
+            if expect_header:
+                stamp, _, commit = field.partition(b" ")
+                when = int(stamp)
+                expect_header = False
+                first_path = True
+            elif not field:
+                expect_header = True
+            else:
+                if first_path:
+                    field = field.removeprefix(b"\n")
+                    first_path = False
+                if field:
+                    yield when, commit, decode_name(field)
+
+
+def _stat_signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size, info.st_ino)
+
+
+class RepositoryFacts:
+    """Ages and owners of files in one git work tree (or, outside git, one plain folder).
+
+    A file's age is the committer date of the first commit met walking the current branch's
+    first-parent history back from HEAD whose tree changed the file relative to its first
+    parent (a merge counts the changes it brought in). A file with uncommitted changes was
+    changed now; a file git does not track (not in the index: untracked, ignored, inside
+    `.git`) uses its modification time, as does every file outside a git repository. In a
+    shallow clone, files last changed beyond the boundary get the date of the oldest commit
+    on the branch's first-parent line, and `shallow_note` says so.
+
+    The object keeps what it read, so that asking again is cheap; `refresh()` drops what a
+    new commit, a checkout, a change to the index or CODEOWNERS has made stale, and files
+    whose inode changed since their status was read are asked about again.
+    """
+
+    def __init__(
+        self,
+        base: Path,
+        *,
+        git: Git | None,
+        git_dir: Path | None = None,
+        common_dir: Path | None = None,
+        shallow: bool = False,
+        codeowners: str | None = None,
+        warn: Warn,
+        system: System = CURRENT,
+    ) -> None:
+        self.base = base  # the work tree root, or the plain folder
+        self.git = git
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self.shallow = shallow
+        self.dialect = codeowners
+        self.warn = warn
+        self.system = system
+        self.shallow_note: str | None = None  # what the last describe() has to say about shallowness
+        self._signature: tuple[object, ...] | None = None
+        self._owners: CodeOwners | None = None
+        self._owners_signature: tuple[object, ...] | None = None
+        self._deadline = math.inf
+        self._forget()
+
+    @property
+    def in_git(self) -> bool:
+        return self.git is not None
+
+    def _forget(self) -> None:
+        self._index: set[str] | None = None  # the paths git tracks
+        self._folded_index: dict[str, list[str]] | None = None
+        self._changed: set[str] = set()  # tracked paths with uncommitted changes
+        self._status_read_at: int | None = None  # wall clock (ns) when the snapshot was taken
+        self._status_reused = False
+        self._rechecked: dict[str, tuple[int, bool]] = {}
+        self._commit_time: dict[str, int] = {}
+        self._at_boundary: set[str] = set()  # paths dated by the shallow boundary commit
+        self._boundary_time: int | None = None
+        self._walk_complete = False
+
+    @classmethod
+    def open(
+        cls,
+        folder: Path,
+        *,
+        codeowners: str | None = None,
+        warn: Warn,
+        isolated: bool = False,
+        named: str | None = None,
+        system: System = CURRENT,
+    ) -> RepositoryFacts:
+        """The facts for the work tree around `folder`.
+
+        NotARepository when there is none, GitRefused when git will not open it, GitMissing
+        without git, GitError when git fails, RepositoryError for a bare repository.
+        """
+        git = Git(folder, isolated=isolated)
+        status, out, err = git.run(
+            "rev-parse",
+            "--is-bare-repository",
+            "--is-shallow-repository",
+            "--path-format=absolute",
+            "--git-dir",
+            "--git-common-dir",
+            "--show-toplevel",
+            check=False,
+        )
+        answers = decode_name(out).split("\n")
+        if answers[0] == "true" or (status != 0 and answers[0] == "false"):
+            where = named or shown(str(folder))
+            raise RepositoryError(f"{where}: a bare git repository (or a .git folder) has no work tree; use a checkout")
+        if status != 0:
+            raise open_failure(str(folder), err, status)
+        root = Path(os.path.realpath(answers[4]))
+        return cls(
+            root,
+            git=Git(root, isolated=isolated),
+            git_dir=Path(answers[2]),
+            common_dir=Path(answers[3]),
+            shallow=answers[1] == "true",
+            codeowners=codeowners,
+            warn=warn,
+            system=system,
+        )
+
+    # -- freshness
+
+    def refresh(self) -> None:
+        """Drop what is stale: all of it after a commit, a checkout or an index change."""
+        signature = self._repository_signature()
+        if signature != self._signature:
+            self._signature = signature
+            self._forget()
+        else:
+            self._status_reused = True
+
+    def _repository_signature(self) -> tuple[object, ...]:
+        if self.git_dir is None or self.common_dir is None:
+            return ()
+        head = self.git_dir / "HEAD"
+        try:
+            data = read_regular(str(head), HEAD_LIMIT)
+        except NotRegular as error:
+            raise RepositoryError(f"{shown(str(head))} is {error.strerror}; the repository cannot be read") from None
+        except OSError:
+            data = b""
+        target = (data or b"").decode("utf-8", "replace").strip()
+        ref = target[5:].strip() if target.startswith("ref: ") else None
+        # A branch that lives only in packed-refs is written back to its own file when it
+        # moves, so packed-refs itself need not be watched; reftable repositories keep all
+        # their refs in tables that tables.list names.
+        paths = [head, self.git_dir / "index", self.common_dir / "shallow"]
+        paths += [self.common_dir / "reftable" / "tables.list"]
+        if ref is not None:
+            paths += [self.common_dir / ref, self.git_dir / ref]
+        return (target, *(_stat_signature(path) for path in paths))
+
+    # -- the facts
+
+    def describe(
+        self,
+        names: Iterable[str],
+        now: float,
+        *,
+        stats: dict[str, os.stat_result] | None = None,
+        offline: bool = False,
+        seconds: float | None = None,
+    ) -> dict[str, FileFacts | OSError]:
+        """Days and owner for each path (relative to the base, `/`-separated), or its stat error.
+
+        `stats` may hold what `os.stat` already said of some of the paths. With `offline`,
+        NeedsWork is raised (before anything is changed) if git or a file read would be
+        needed: the caller can then ask again where a slow answer does no harm. git gets
+        `seconds` in all, when given.
+        """
+        self._deadline = math.inf if seconds is None else time.monotonic() + seconds
+        wanted = list(dict.fromkeys(names))
+        known: dict[str, os.stat_result | OSError] = dict(stats or {})
+        base = os.path.join(self.base, "")
+        for name in wanted:
+            if name not in known:
+                try:
+                    known[name] = os.stat(os.path.join(base, name))
+                except (OSError, ValueError) as error:
+                    known[name] = error if isinstance(error, OSError) else OSError(0, str(error))
+        present = [name for name in wanted if not isinstance(known[name], OSError)]
+        owners = self.codeowners(offline)
+        spelled: dict[str, str] = {}
+        changed: set[str] = set()
+        commit_times: dict[str, int] = {}
+        if self.in_git:
+            if offline and self._index is None:
+                raise NeedsWork
+            index = self._tracked()
+            for name in present:
+                if name not in index:
+                    spelling = self._index_spelling(name, known[name])  # type: ignore[arg-type]
+                    if spelling is not None:
+                        spelled[name] = spelling
+            tracked = [spelled.get(name, name) for name in present if name in index or name in spelled]
+            tracked_stats = {spelled.get(name, name): known[name] for name in present}
+            changed = self._states(tracked, tracked_stats, offline)  # type: ignore[arg-type]
+            commit_times = self._commit_times([name for name in tracked if name not in changed], offline)
+        facts: dict[str, FileFacts | OSError] = {}
+        at_boundary = 0
+        for name in wanted:
+            status = known[name]
+            if isinstance(status, OSError):
+                facts[name] = status
+                continue
+            tracked_name = spelled.get(name, name)
+            if name == ".." or name.startswith("../") or os.path.isabs(name):  # not in this work tree
+                facts[name] = FileFacts(whole_days(now, status.st_mtime), None)
+                continue
+            if tracked_name in changed:
+                days = 0
+            elif tracked_name in commit_times:
+                days = whole_days(now, commit_times[tracked_name])
+                at_boundary += tracked_name in self._at_boundary
+            else:
+                days = whole_days(now, status.st_mtime)
+            facts[name] = FileFacts(days, owners.owner_of(tracked_name))
+        self.shallow_note = self._shallow_note(at_boundary) if at_boundary else None
+        return facts
+
+    def codeowners(self, offline: bool = False) -> CodeOwners:
+        """The CODEOWNERS rules, read again only when a CODEOWNERS file changed."""
+        if not self.in_git:
+            return CodeOwners.empty()
+        signature = tuple(_stat_signature(self.base / place) for place in CODEOWNERS_PLACES)
+        if self._owners is None or signature != self._owners_signature:
+            if offline:
+                raise NeedsWork
+            self._owners = load_codeowners(self.base, self.dialect, self.warn)
+            self._owners_signature = signature
+        return self._owners
+
+    def _seconds_left(self) -> float | None:
+        if self._deadline == math.inf:
+            return None
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            assert self.git is not None
+            raise GitError(f"reading {shown(str(self.base))} took longer than the time allowed")
+        return left
+
+    def _tracked(self) -> set[str]:
+        """The paths in the index (what git tracks), read once per index."""
+        assert self.git is not None
+        if self._index is None:
+            _, out, _ = self.git.run("ls-files", "-z", "--cached", "--full-name", seconds=self._seconds_left())
+            self._index = {decode_name(field) for field in out.split(b"\0") if field}
+            self._folded_index = None
+        return self._index
+
+    def _index_spelling(self, name: str, status: os.stat_result) -> str | None:
+        """The index's spelling of `name`, when the file system takes both for the same file.
+
+        On a file system that ignores case or normalisation (macOS, Windows), `Src/a.py` may
+        name git's `src/a.py`; the two are one when `stat` finds the same file for both.
+        """
+        assert self._index is not None
+        if self._folded_index is None:
+            self._folded_index = {}
+            for tracked in self._index:
+                self._folded_index.setdefault(loose_key(tracked), []).append(tracked)
+        for candidate in self._folded_index.get(loose_key(name), ()):
+            try:
+                other = os.stat(os.path.join(self.base, candidate))
+            except OSError:
+                continue
+            if (other.st_dev, other.st_ino) == (status.st_dev, status.st_ino) and status.st_ino:
+                return candidate
+        return None
+
+    def _states(self, names: list[str], stats: dict[str, os.stat_result], offline: bool) -> set[str]:
+        """Which of these tracked paths have uncommitted changes (staged or not)."""
+        assert self.git is not None
+        if self._status_read_at is None:
+            if offline:
+                raise NeedsWork
+            self._status_read_at = time.time_ns()
+            self._changed = self._read_status(())
+            self._status_reused = False
+        changed: set[str] = set()
+        again: list[str] = []
+        for name in names:
+            read_at, is_changed = self._rechecked.get(name, (self._status_read_at, name in self._changed))
+            if self._status_reused and changed_ns(stats[name], self.system) >= read_at - STATUS_SLACK_NS:
+                again.append(name)
+            elif is_changed:
+                changed.add(name)
+        if again:
+            if offline:
+                raise NeedsWork
+            read_at = time.time_ns()
+            fresh = self._read_status(again)
+            for name in again:
+                self._rechecked[name] = (read_at, name in fresh)
+                if name in fresh:
+                    changed.add(name)
+        return changed
+
+    def _read_status(self, names: Iterable[str]) -> set[str]:
+        """The tracked paths with changes, among `names` (all of them when empty).
+
+        Untracked files are not looked for (`-uno`): a path outside the index is untracked
+        by definition, and looking for them would walk the whole work tree.
+        """
+        assert self.git is not None
+        args = ("status", "--porcelain=v1", "-z", "--untracked-files=no", "--ignore-submodules=all", "--no-renames")
+        filters = self.git.filter_settings()
+        changed: set[str] = set()
+        for chunk in _chunks(list(names), self.system.command_line_limit) if names else [[]]:
+            _, out, _ = self.git.run(*args, "--", *chunk, extra=filters, seconds=self._seconds_left())
+            for field in out.split(b"\0"):
+                if len(field) >= 4 and field[:2] not in (b"??", b"!!"):
+                    changed.add(decode_name(field[3:]))
+        return changed
+
+    def _commit_times(self, names: list[str], offline: bool) -> dict[str, int]:
+        """Each tracked, unchanged path's commit time by the rule in the class docstring."""
+        missing = {name for name in names if name not in self._commit_time}
+        if missing and not self._walk_complete:
+            if offline:
+                raise NeedsWork
+            self._walk(missing if not self._commit_time else None)
+        return {name: self._commit_time[name] for name in names if name in self._commit_time}
+
+    def _walk(self, wanted: set[str] | None) -> None:
+        """One pass over first-parent history; stops once every wanted path is found."""
+        assert self.git is not None
+        found = self._commit_time
+        remaining = set(wanted) if wanted is not None else None
+        boundary = self._boundary_commits()
+        args = (
+            *("log", "--first-parent", "--diff-merges=first-parent", "--no-renames", "--no-ext-diff", "--no-textconv"),
+            *("-z", "--format=%x00%ct %H", "--name-only", "HEAD", "--"),
+        )
+        with self.git.stream(*args, seconds=self._seconds_left()) as out:
+            for when, commit, name in log_entries(out):
+                if name not in found:
+                    found[name] = when
+                    if commit in boundary:
+                        self._at_boundary.add(name)
+                        self._boundary_time = when
+                    if remaining is not None:
+                        remaining.discard(name)
+                        if not remaining:
+                            return
+        self._walk_complete = True
+
+    def _boundary_commits(self) -> frozenset[bytes]:
+        """The commits a shallow clone ends at (from `shallow`, read as a regular file)."""
+        if not self.shallow or self.common_dir is None:
+            return frozenset()
+        try:
+            data = read_regular(str(self.common_dir / "shallow"), 64 << 20) or b""
+        except OSError:
+            data = b""
+        return frozenset(data.split())
+
+    def _shallow_note(self, count: int) -> str:
+        assert self._boundary_time is not None
+        when = datetime.fromtimestamp(self._boundary_time, timezone.utc).strftime("%Y-%m-%d")
+        files = "1 file shows" if count == 1 else f"{count} files show"
+        return (
+            f"{shown(str(self.base))} is a shallow clone: {files} {when}, the date of the oldest commit it has on "
+            "this branch, because they were last changed then or before; run `git fetch --unshallow` for their "
+            "real ages"
+        )
+
+
+def _chunks(names: list[str], limit: int) -> list[list[str]]:
+    """`names` in runs whose command lines stay under `limit` characters."""
+    runs: list[list[str]] = []
+    run: list[str] = []
+    size = 0
+    for name in names:
+        cost = len(name) + 3  # a separator and quotes, as Windows builds a command line
+        if run and size + cost > limit:
+            runs.append(run)
+            run, size = [], 0
+        run.append(name)
+        size += cost
+    if run:
+        runs.append(run)
+    return runs
+
+
+# --- files wherever they are ----------------------------------------------------------------
+
+
+class Checkout:
+    """Facts for files anywhere, each from the repository that holds it, paths relative to `base`.
+
+    `base` is what the caller's paths are relative to: the main repository's root, or the
+    plain folder when the caller is in none. A file's holder is the innermost folder around
+    it with a `.git` (the main repository, a submodule, a repository nested inside or beside
+    it); a file with no such folder around it keeps its file time and has no owner.
+
+    With `strict`, a repository git refuses or fails to open is an error (GitRefused,
+    GitError); otherwise it is one warning, and its files keep their file times.
+    """
+
+    def __init__(
+        self,
+        base: Path,
+        main: RepositoryFacts | None,
+        *,
+        codeowners: str | None,
+        warn: Warn,
+        isolated: bool,
+        strict: bool = False,
+        system: System = CURRENT,
+    ) -> None:
+        self.base = base
+        self.main = main
+        self.dialect = codeowners
+        self.warn = warn
+        self.isolated = isolated
+        self.strict = strict
+        self.system = system
+        self.notes: list[str] = []  # what the last describe() has to tell the caller
+        # Repositories found so far, by the folder their .git is in and by their root (None:
+        # a .git that is no repository git will read; its files belong to the folder around).
+        self._repositories: dict[str, RepositoryFacts | None] = {}
+        if main is not None:
+            self._repositories[str(main.base)] = main
+        self._plain = RepositoryFacts(base, git=None, warn=warn, system=system)
+        self._identities: dict[str, tuple[int, int] | None] = {}
+
+    @classmethod
+    def open(
+        cls,
+        repo: str | None,
+        *,
+        cwd: Path | None = None,
+        codeowners: str | None = None,
+        warn: Warn,
+        isolated: bool = False,
+        strict: bool = False,
+    ) -> Checkout:
+        """The checkout at --repo (which must be a git work tree), else the one around `cwd`.
+
+        Outside any repository the base is `cwd` itself, a plain folder. git refusing to
+        open the repository (or failing) is an error with --repo or `strict`, else a warning.
+        """
+        if cwd is None:
+            try:
+                cwd = Path.cwd()
+            except OSError as error:
+                raise RepositoryError(f"cannot read the current directory: {error.strerror}") from None
+        where = Path(repo) if repo is not None else cwd
+        named = f"--repo {shown(repo)}" if repo is not None else shown(str(cwd))
+        if repo is not None and not where.is_dir():
+            raise RepositoryError(f"{named}: no such directory")
+        options = {"codeowners": codeowners, "warn": warn, "isolated": isolated, "strict": strict}
+        try:
+            main = RepositoryFacts.open(where, codeowners=codeowners, warn=warn, isolated=isolated, named=named)
+        except NotARepository:
+            if repo is not None:
+                raise RepositoryError(f"{named}: not a git repository") from None
+            main = None
+        except GitMissing:
+            if repo is not None:
+                raise RepositoryError("git is not installed, and --repo needs it") from None
+            warn("git is not installed; ages come from file modification times and there are no owners")
+            return cls(Path(os.path.realpath(cwd)), None, **options)  # type: ignore[arg-type]
+        except GitError as error:
+            if repo is not None or strict:
+                raise RepositoryError(str(error)) from None
+            warn(f"{error}; ages come from file modification times and there are no owners")
+            main = None
+        base = main.base if main is not None else Path(os.path.realpath(cwd))
+        return cls(base, main, **options)  # type: ignore[arg-type]
+
+    # -- where a path is
+
+    def locate(self, given: str, cwd: Path, folders: dict[str, str] | None = None) -> str:
+        """`given` (relative to `cwd`, or absolute) as a resolved absolute path.
+
+        Folders on the way are resolved (`..`, links, junctions, as the system would), so a
+        path through a symbolic link (a temporary folder that is a link, say) still lands in
+        the repository; the file's own name is kept, as git tracks a link by its own name.
+        `folders` caches resolved folders across calls.
+        """
+        joined = os.path.join(cwd, given)
+        folder, name = os.path.split(joined)
+        if name in ("", ".", ".."):
+            folder, name = joined, ""
+        real_folder = resolved_folder(folder, folders if folders is not None else {})
+        return os.path.join(real_folder, name) if name else real_folder
+
+    def shown(self, path: str) -> str:
+        """A resolved path as the caller sees it: relative to the base, `/`-separated."""
+        inside = relative_inside(path, str(self.base), self.system)
+        if inside is None:
+            inside = same_folder_inside(path, str(self.base), self._identities)
+        if inside is None:
+            return relative_to(path, str(self.base), self.system)
+        return inside or "."
+
+    # -- freshness
+
+    def refresh(self) -> None:
+        """Drop what is stale in every repository met so far."""
+        for facts in dict.fromkeys(self._repositories.values()):
+            if facts is not None:
+                facts.refresh()
+
+    # -- the facts
+
+    def describe(
+        self,
+        paths: Iterable[str],
+        now: float,
+        *,
+        stats: dict[str, os.stat_result] | None = None,
+        offline: bool = False,
+        seconds: float | None = None,
+    ) -> dict[str, FileFacts | OSError]:
+        """Days and owner for each resolved absolute path (see RepositoryFacts.describe)."""
+        deadline = None if seconds is None else time.monotonic() + seconds
+        groups: dict[RepositoryFacts, dict[str, str]] = {}
+        holders: dict[str, RepositoryFacts] = {}  # folder -> the facts for files in it
+        for path in dict.fromkeys(paths):
+            facts = self._holder(os.path.dirname(path), holders, offline)
+            name = relative_inside(path, str(facts.base), self.system)
+            if name is None and facts.in_git:
+                name = same_folder_inside(path, str(facts.base), self._identities)
+            if name is None:  # the plain folder answers for files anywhere, by their own times
+                name = relative_to(path, str(facts.base), self.system)
+            groups.setdefault(facts, {})[path] = name
+        answers: dict[str, FileFacts | OSError] = {}
+        notes = []
+        for facts, names in groups.items():
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            given = {name: stats[path] for path, name in names.items() if stats and path in stats}
+            described = facts.describe(names.values(), now, stats=given, offline=offline, seconds=left)
+            for path, name in names.items():
+                answers[path] = described[name]
+            if facts.shallow_note is not None:
+                notes.append(facts.shallow_note)
+        self.notes = notes
+        return answers
+
+    def _holder(self, folder: str, holders: dict[str, RepositoryFacts], offline: bool) -> RepositoryFacts:
+        """The facts for files in `folder`: those of the innermost repository around it."""
+        if folder in holders:
+            return holders[folder]
+        found: RepositoryFacts | None = None
+        passed: list[str] = []
+        for candidate in [folder, *ancestors(folder, self.system)]:
+            if candidate in holders:
+                found = holders[candidate]
+                break
+            passed.append(candidate)
+            if candidate in self._repositories:
+                found = self._repositories[candidate]
+            elif os.path.lexists(os.path.join(candidate, ".git")):
+                found = self._open_inner(candidate, offline)
+            if found is not None:
+                break
+        holder = found if found is not None else self._plain
+        for candidate in passed:
+            holders[candidate] = holder
+        return holder
+
+    def _open_inner(self, folder: str, offline: bool) -> RepositoryFacts | None:
+        """The repository whose work tree holds `folder` (a submodule, a nested or sibling one)."""
+        if offline:
+            raise NeedsWork
+        facts: RepositoryFacts | None
+        try:
+            facts = RepositoryFacts.open(Path(folder), codeowners=self.dialect, warn=self.warn, isolated=True)
+        except (NotARepository, RepositoryError):  # a .git git will not take (a bare one, a stray file)
+            facts = None
+        except GitError as error:
+            if self.strict:
+                raise
+            self.warn(f"{error}; its files keep their file modification times and have no owners")
+            facts = None
+        if facts is not None:
+            # The same repository reached by another spelling, or through core.worktree.
+            known = self._repositories.get(str(facts.base))
+            if known is not None:
+                facts = known
+            else:
+                self._repositories[str(facts.base)] = facts
+                facts.refresh()
+        self._repositories[folder] = facts
+        return facts

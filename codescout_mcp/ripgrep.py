@@ -1,0 +1,165 @@
+"""What ripgrep printed: match counts per path, from `rg --json` or `rg --count-matches`.
+
+Both formats are recognised by their first non-blank line. Paths stay as ripgrep printed
+them (relative to where it ran, or absolute); bytes that are not UTF-8 are read as the
+system names files (see `system.decode_name`), so that one odd name never stops the rest.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from typing import Final
+
+from codescout_mcp.contract import MAX_INTEGER_DIGITS
+from codescout_mcp.jsontext import shown
+from codescout_mcp.system import CURRENT, System, decode_name
+
+
+class RipgrepError(Exception):
+    """Input that is not ripgrep output (or holds a path no file could have); one line."""
+
+
+def read_match_counts(data: bytes, source: str, system: System = CURRENT) -> dict[str, int]:
+    """Match counts per path, in first-seen order, from `rg --json` or `rg --count-matches` output."""
+    lines = data.split(b"\n")
+    first = next((line for line in lines if line.strip()), None)
+    if first is None:
+        raise RipgrepError(f"{source}: no input; pipe in the output of `rg --json PATTERN`")
+    if _is_json_event(first):
+        counts = _from_json_stream(lines, source, system)
+    elif b"\0" in data:
+        counts = _from_null_counts(data, source, system)
+    else:
+        counts = _from_count_lines(lines, source, system)
+    if not counts:
+        raise RipgrepError(f"{source}: the ripgrep output holds no matches, so there is nothing to rank")
+    return counts
+
+
+def _is_json_event(line: bytes) -> bool:
+    """Whether a whole line is a ripgrep JSON event (not merely a line starting with `{`)."""
+    try:
+        event = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(event, dict) and isinstance(event.get("type"), str)
+
+
+def _from_json_stream(lines: list[bytes], source: str, system: System) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
+            raise RipgrepError(f"{source}: line {number}: not a ripgrep --json event (invalid JSON)") from None
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            raise RipgrepError(f'{source}: line {number}: not a ripgrep --json event (no "type")')
+        if event["type"] != "match":
+            continue  # begin, end, context and summary carry nothing the ranking needs
+        data = event.get("data")
+        submatches = data.get("submatches") if isinstance(data, dict) else None
+        path = _event_path(data.get("path") if isinstance(data, dict) else None, source, number, system)
+        if path is None or not isinstance(submatches, list):
+            raise RipgrepError(f"{source}: line {number}: a match event without a path and submatches")
+        # A match event is one line; a line can hold several matches. An empty list still
+        # means the line matched (ripgrep's multiline quirks), so it counts once.
+        counts[path] = counts.get(path, 0) + max(1, len(submatches))
+    return counts
+
+
+def _event_path(value: object, source: str, number: int, system: System) -> str | None:
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("text"), str):
+        text: str = value["text"]
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise RipgrepError(
+                f"{source}: line {number}: the path holds an unpaired surrogate, which no file name can"
+            ) from None
+        return _checked_path(text, source, number)
+    if isinstance(value.get("bytes"), str):
+        # A path that is not UTF-8: ripgrep sends its bytes in base64.
+        try:
+            raw = base64.b64decode(value["bytes"], validate=True)
+        except ValueError:
+            return None
+        return _checked_path(decode_name(raw, system), source, number)
+    return None
+
+
+def _checked_path(path: str, source: str, number: int) -> str:
+    if "\0" in path:
+        raise RipgrepError(f"{source}: line {number}: the path holds a NUL character, which no file name can")
+    if not path:
+        raise RipgrepError(f"{source}: line {number}: an empty path")
+    return path
+
+
+def _count(text: bytes, source: str, number: int) -> int:
+    text = text.strip()
+    if not text.isdigit():
+        if text.startswith(b"-") and text[1:].isdigit():
+            raise RipgrepError(f"{source}: line {number}: a negative match count")
+        raise RipgrepError(f"{source}: line {number}: {shown(repr(text[:40]))} is not a match count")
+    significant = text.lstrip(b"0") or b"0"  # leading zeros count towards Python's digit limit
+    if len(significant) > MAX_INTEGER_DIGITS:
+        raise RipgrepError(
+            f"{source}: line {number}: a match count of more than {MAX_INTEGER_DIGITS} digits, too large to rank"
+        )
+    return int(significant)
+
+
+def _from_count_lines(lines: list[bytes], source: str, system: System) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        path_bytes, sep, count_bytes = line.rpartition(b":")
+        if not sep or not path_bytes:
+            raise RipgrepError(
+                f"{source}: line {number}: expected PATH:COUNT from `rg --count-matches` "
+                "(with one file, add --with-filename)"
+            )
+        _add(counts, path_bytes, _count(count_bytes, source, number), system)
+    return counts
+
+
+# Anything but what bytes.strip() removes.
+_NOT_BLANK: Final = re.compile(rb"[^ \t\n\r\x0b\x0c]")
+
+
+def _from_null_counts(data: bytes, source: str, system: System) -> dict[str, int]:
+    """`rg --count-matches --null`: PATH NUL COUNT newline, where PATH may hold newlines."""
+    counts: dict[str, int] = {}
+    position = 0
+    line = 1
+    # Stop where only blank space is left, found without copying the rest of the input.
+    while _NOT_BLANK.search(data, position) is not None:
+        nul = data.find(b"\0", position)
+        if nul < 0:
+            raise RipgrepError(f"{source}: line {line}: expected PATH, NUL, COUNT from `rg --count-matches --null`")
+        end = data.find(b"\n", nul)
+        end = len(data) if end < 0 else end
+        path_bytes = data[position:nul]
+        path_bytes = path_bytes.lstrip(b"\n") if position == 0 else path_bytes
+        count_bytes = data[nul + 1 : end]
+        if b"\0" in count_bytes:
+            raise RipgrepError(f"{source}: line {line}: the path holds a NUL character, which no file name can")
+        if not path_bytes:
+            raise RipgrepError(f"{source}: line {line}: an empty path")
+        _add(counts, path_bytes, _count(count_bytes, source, line), system)
+        line += data.count(b"\n", position, end) + 1
+        position = end + 1
+    return counts
+
+
+def _add(counts: dict[str, int], path_bytes: bytes, count: int, system: System) -> None:
+    if count:
+        path = decode_name(path_bytes, system)
+        counts[path] = counts.get(path, 0) + count

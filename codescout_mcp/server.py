@@ -145,6 +145,10 @@ class Tools:
             self.listed.append(self.workspace_tool.definition)
 
     async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        # One page holds every tool, so this server never hands out a cursor: any cursor is
+        # one it did not issue, which the spec answers with -32602 rather than a page.
+        if params is not None and params.cursor is not None:
+            raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor: tools/list has one page and no cursors")
         return types.ListToolsResult(tools=self.listed)
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:

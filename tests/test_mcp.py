@@ -83,6 +83,17 @@ async def test_server_identifies_itself() -> None:
         assert connected.server_capabilities.tools is not None
 
 
+async def test_tools_list_refuses_a_cursor_it_never_issued(client: Client) -> None:
+    assert (await client.list_tools()).next_cursor is None  # one page: no cursor is ever handed out
+    for cursor in ("page-2", ""):
+        with pytest.raises(MCPError) as caught:
+            await client.list_tools(cursor=cursor, cache_mode="bypass")
+        assert (caught.value.code, caught.value.message) == (
+            types.INVALID_PARAMS,
+            "Invalid cursor: tools/list has one page and no cursors",
+        )
+
+
 def _properties(schema: dict[str, Any], at: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
     """Every property a schema declares, at any depth, with its dotted location."""
     for name, prop in schema.get("properties", {}).items():

@@ -8,12 +8,14 @@ the model can read.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import logging
 import sys
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anyio
@@ -40,6 +42,8 @@ HANDSHAKE_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-
 MODERN_VERSIONS: Final = ("2026-07-28",)
 SERVED_PROTOCOL_VERSIONS: Final = (*HANDSHAKE_VERSIONS, *MODERN_VERSIONS)
 BATCH_VERSIONS: Final = ("2025-03-26",)
+# The project's homepage, as pyproject.toml's [project.urls] names it (a test holds them equal).
+WEBSITE_URL: Final = "https://github.com/codescout-dev/codescout"
 
 INSTRUCTIONS: Final = (
     "codescout ranks code-search hits you already have. After a search (ripgrep, grep, an IDE) "
@@ -57,6 +61,21 @@ def read_only(title: str) -> types.ToolAnnotations:
 
 
 READ_ONLY: Final = read_only(TOOL_TITLE)
+
+
+def _icon(name: str, mime_type: str, size: str) -> types.Icon:
+    """An icon shipped in the package, inlined as a data: URI: a client need fetch nothing to show it."""
+    data = (Path(__file__).parent / "icons" / name).read_bytes()
+    source = f"data:{mime_type};base64,{base64.b64encode(data).decode('ascii')}"
+    return types.Icon(src=source, mime_type=mime_type, sizes=[size])
+
+
+# The same picture twice: SVG scales, and PNG is the one format every client that shows icons
+# must support (SVG is only recommended). Both are small: on 2026-07-28 every answer repeats them.
+ICONS: Final = (
+    _icon("codescout.svg", "image/svg+xml", "any"),
+    _icon("codescout.png", "image/png", "64x64"),
+)
 
 TOOL: Final = types.Tool(
     name=TOOL_NAME,
@@ -183,6 +202,8 @@ def build_server(workspace: str | None = None) -> Server[Any]:
         title="codescout",
         description="Ranks code-search hits by matches and recency.",
         instructions=INSTRUCTIONS,
+        website_url=WEBSITE_URL,
+        icons=list(ICONS),
         cache_hints={"tools/list": TOOLS_LIST_CACHE},
         on_list_tools=tools.list_tools,
         on_call_tool=tools.call_tool,

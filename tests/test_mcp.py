@@ -16,7 +16,16 @@ from mcp.shared.exceptions import MCPError
 from codescout_mcp import __version__
 from codescout_mcp.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_NAME, TOOL_TITLE, WORKSPACE_TOOL_NAME
 from codescout_mcp.server import build_server
-from tests.helpers import EXAMPLE, EXAMPLE_RESULT, applies, as_json, codescout_exe, load_vectors, reference_rank
+from tests.helpers import (
+    EXAMPLE,
+    EXAMPLE_RESULT,
+    applies,
+    as_json,
+    codescout_exe,
+    load_vectors,
+    reference_rank,
+    server_info_on_the_wire,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -78,6 +87,8 @@ async def test_server_identifies_itself() -> None:
     async with Client(build_server(), mode="legacy") as connected:
         assert connected.server_info is not None
         assert (connected.server_info.name, connected.server_info.version) == ("codescout", __version__)
+        shown = connected.server_info.model_dump(mode="json", by_alias=True, exclude_none=True)
+        assert shown == server_info_on_the_wire()
         assert connected.instructions is not None
         assert "rank_search_results" in connected.instructions
         assert connected.server_capabilities.tools is not None

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import codescout_exe
+from tests.helpers import codescout_exe, server_info_on_the_wire
 
 CALL = {"name": "rank_search_results", "arguments": {"hits": [{"path": "a.py", "matches": 3, "last_modified_days": 4}]}}
 INITIALIZED = b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
@@ -61,7 +61,7 @@ def test_handshake_serves_exactly_the_listed_versions(asked: str, served: str) -
     status, replies, _ = converse(initialize(1, asked) + INITIALIZED + request(2, "tools/call", CALL))
     assert status == 0
     assert replies[0]["result"]["protocolVersion"] == served
-    assert replies[0]["result"]["serverInfo"]["name"] == "codescout"
+    assert replies[0]["result"]["serverInfo"] == server_info_on_the_wire()
     result = replies[1]["result"]
     assert json.loads(result["content"][0]["text"])["results"][0]["score"] == 296
     if served != "2024-11-05":

@@ -42,6 +42,10 @@ HANDSHAKE_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-
 MODERN_VERSIONS: Final = ("2026-07-28",)
 SERVED_PROTOCOL_VERSIONS: Final = (*HANDSHAKE_VERSIONS, *MODERN_VERSIONS)
 BATCH_VERSIONS: Final = ("2025-03-26",)
+# What `server/discover` names, newest first. The SDK names only the modern versions there;
+# this server also answers the handshake ones, and the discover answer says so.
+DISCOVERED_VERSIONS: Final = tuple(reversed(SERVED_PROTOCOL_VERSIONS))
+
 # The project's homepage, as pyproject.toml's [project.urls] names it (a test holds them equal).
 WEBSITE_URL: Final = "https://github.com/codescout-dev/codescout"
 
@@ -196,7 +200,7 @@ class Tools:
 def build_server(workspace: str | None = None) -> Server[Any]:
     """A fresh low-level Server offering the tool (and the workspace tool, given a workspace)."""
     tools = Tools(workspace)
-    return Server(
+    server: Server[Any] = Server(
         "codescout",
         version=__version__,
         title="codescout",
@@ -208,6 +212,26 @@ def build_server(workspace: str | None = None) -> Server[Any]:
         on_list_tools=tools.list_tools,
         on_call_tool=tools.call_tool,
     )
+    _discover_every_served_version(server)
+    return server
+
+
+def _discover_every_served_version(server: Server[Any]) -> None:
+    """Let `server/discover` name every served version; the rest of its answer stays the SDK's.
+
+    The low-level Server takes no versions to discover: its own handler names the modern
+    ones only. This wraps that handler and replaces the list alone.
+    """
+    entry = server.get_request_handler("server/discover")
+    assert entry is not None  # the SDK registers it in every Server
+    sdk_discover = entry.handler
+
+    async def discover(ctx: Any, params: types.RequestParams) -> types.DiscoverResult:
+        result = await sdk_discover(ctx, params)
+        assert isinstance(result, types.DiscoverResult)  # what the SDK's handler returns
+        return result.model_copy(update={"supported_versions": list(DISCOVERED_VERSIONS)})
+
+    server.add_request_handler("server/discover", types.RequestParams, discover)
 
 
 def configure_logging(level: str) -> None:

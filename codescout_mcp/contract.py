@@ -45,7 +45,7 @@ INPUT_SCHEMA: Final[dict[str, Any]] = {
     "properties": {
         "hits": {
             "type": "array",
-            "description": "The search hits to rank, one per file, in any order.",
+            "description": "The search hits to rank, one per file, in any order: at least 1 hit.",
             "minItems": 1,
             "items": {
                 "type": "object",
@@ -53,21 +53,26 @@ INPUT_SCHEMA: Final[dict[str, Any]] = {
                     "path": {
                         "type": "string",
                         "minLength": 1,
-                        "description": "The file the hit is in; unique within the call.",
+                        "description": (
+                            "The file the hit is in: a non-empty string (at least 1 character), unique within the call."
+                        ),
                     },
                     "matches": {
                         "type": "integer",
                         "minimum": 1,
-                        "description": "How many matches the file holds.",
+                        "description": "How many matches the file holds: an integer, at least 1.",
                     },
                     "last_modified_days": {
                         "type": "integer",
                         "minimum": 0,
-                        "description": "Whole days since the file last changed.",
+                        "description": "Whole days since the file last changed: an integer, at least 0.",
                     },
                     "owner": {
                         "type": "string",
-                        "description": "Who owns the file; leave it out when unknown.",
+                        "description": (
+                            "Who owns the file: a string (null is not allowed); optional: leave it out when "
+                            "unknown, and the result's owner is null."
+                        ),
                     },
                 },
                 "required": ["path", "matches", "last_modified_days"],
@@ -77,7 +82,7 @@ INPUT_SCHEMA: Final[dict[str, Any]] = {
             "type": "integer",
             "minimum": 1,
             "default": 10,
-            "description": "How many results to return at most.",
+            "description": "How many results to return at most: an integer, at least 1; default 10.",
         },
     },
     "required": ["hits"],
@@ -90,17 +95,24 @@ OUTPUT_SCHEMA: Final[dict[str, Any]] = {
     "properties": {
         "results": {
             "type": "array",
-            "description": "The returned hits, best first.",
+            "description": "The returned hits, best first: at most `limit` of them.",
             "items": {
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "minLength": 1},
-                    "matches": {"type": "integer", "minimum": 1},
-                    "last_modified_days": {"type": "integer", "minimum": 0},
-                    "owner": {"type": ["string", "null"]},
+                    "path": {"type": "string", "minLength": 1, "description": "The file the hit is in."},
+                    "matches": {"type": "integer", "minimum": 1, "description": "How many matches the file holds."},
+                    "last_modified_days": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "Whole days since the file last changed.",
+                    },
+                    "owner": {
+                        "type": ["string", "null"],
+                        "description": "Who owns the file, exactly as given; null when unknown, empty or blank.",
+                    },
                     "score": {
                         "type": "integer",
-                        "description": "matches * 100 - last_modified_days",
+                        "description": "matches * 100 - last_modified_days; may be negative.",
                     },
                     "rank": {
                         "type": "integer",
@@ -114,9 +126,14 @@ OUTPUT_SCHEMA: Final[dict[str, Any]] = {
         },
         "counts": {
             "type": "object",
+            "description": "How many hits came in and how many results went out.",
             "properties": {
-                "hits": {"type": "integer", "minimum": 1},
-                "returned": {"type": "integer", "minimum": 0},
+                "hits": {"type": "integer", "minimum": 1, "description": "The number of hits given."},
+                "returned": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "The number of results returned: the smaller of counts.hits and limit.",
+                },
             },
             "required": ["hits", "returned"],
             "additionalProperties": False,
@@ -151,7 +168,7 @@ WORKSPACE_INPUT_SCHEMA: Final[dict[str, Any]] = {
     "properties": {
         "hits": {
             "type": "array",
-            "description": "The files your search found, one entry per file, in any order.",
+            "description": "The files your search found, one entry per file, in any order: at least 1 entry.",
             "minItems": 1,
             "items": {
                 "type": "object",
@@ -159,12 +176,15 @@ WORKSPACE_INPUT_SCHEMA: Final[dict[str, Any]] = {
                     "path": {
                         "type": "string",
                         "minLength": 1,
-                        "description": "The file, relative to the workspace root (or absolute inside it).",
+                        "description": (
+                            "The file, relative to the workspace root (or absolute inside it): a non-empty "
+                            "string (at least 1 character)."
+                        ),
                     },
                     "matches": {
                         "type": "integer",
                         "minimum": 1,
-                        "description": "How many matches your search found in the file.",
+                        "description": "How many matches your search found in the file: an integer, at least 1.",
                     },
                 },
                 "required": ["path", "matches"],

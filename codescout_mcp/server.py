@@ -8,11 +8,13 @@ the model can read.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import logging
 import sys
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anyio
@@ -40,6 +42,12 @@ HANDSHAKE_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-
 MODERN_VERSIONS: Final = ("2026-07-28",)
 SERVED_PROTOCOL_VERSIONS: Final = (*HANDSHAKE_VERSIONS, *MODERN_VERSIONS)
 BATCH_VERSIONS: Final = ("2025-03-26",)
+# What `server/discover` names, newest first. The SDK names only the modern versions there;
+# this server also answers the handshake ones, and the discover answer says so.
+DISCOVERED_VERSIONS: Final = tuple(reversed(SERVED_PROTOCOL_VERSIONS))
+
+# The project's homepage, as pyproject.toml's [project.urls] names it (a test holds them equal).
+WEBSITE_URL: Final = "https://github.com/codescout-dev/codescout"
 
 INSTRUCTIONS: Final = (
     "codescout ranks code-search hits you already have. After a search (ripgrep, grep, an IDE) "
@@ -50,6 +58,21 @@ INSTRUCTIONS: Final = (
 
 
 READ_ONLY: Final = read_only(TOOL_TITLE)
+
+
+def _icon(name: str, mime_type: str, size: str) -> types.Icon:
+    """An icon shipped in the package, inlined as a data: URI: a client need fetch nothing to show it."""
+    data = (Path(__file__).parent / "icons" / name).read_bytes()
+    source = f"data:{mime_type};base64,{base64.b64encode(data).decode('ascii')}"
+    return types.Icon(src=source, mime_type=mime_type, sizes=[size])
+
+
+# The same picture twice: SVG scales, and PNG is the one format every client that shows icons
+# must support (SVG is only recommended). Both are small: on 2026-07-28 every answer repeats them.
+ICONS: Final = (
+    _icon("codescout.svg", "image/svg+xml", "any"),
+    _icon("codescout.png", "image/png", "64x64"),
+)
 
 TOOL: Final = types.Tool(
     name=TOOL_NAME,
@@ -128,6 +151,10 @@ class Tools:
             self.listed.append(self.workspace_tool.definition)
 
     async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        # One page holds every tool, so this server never hands out a cursor: any cursor is
+        # one it did not issue, which the spec answers with -32602 rather than a page.
+        if params is not None and params.cursor is not None:
+            raise MCPError(code=types.INVALID_PARAMS, message="Invalid cursor: tools/list has one page and no cursors")
         return types.ListToolsResult(tools=self.listed)
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -167,16 +194,38 @@ class Tools:
 def build_server(workspace: str | None = None) -> Server[Any]:
     """A fresh low-level Server offering the tool (and the workspace tool, given a workspace)."""
     tools = Tools(workspace)
-    return Server(
+    server: Server[Any] = Server(
         "codescout",
         version=__version__,
         title="codescout",
         description="Ranks code-search hits by matches and recency.",
         instructions=INSTRUCTIONS,
+        website_url=WEBSITE_URL,
+        icons=list(ICONS),
         cache_hints={"tools/list": TOOLS_LIST_CACHE},
         on_list_tools=tools.list_tools,
         on_call_tool=tools.call_tool,
     )
+    _discover_every_served_version(server)
+    return server
+
+
+def _discover_every_served_version(server: Server[Any]) -> None:
+    """Let `server/discover` name every served version; the rest of its answer stays the SDK's.
+
+    The low-level Server takes no versions to discover: its own handler names the modern
+    ones only. This wraps that handler and replaces the list alone.
+    """
+    entry = server.get_request_handler("server/discover")
+    assert entry is not None  # the SDK registers it in every Server
+    sdk_discover = entry.handler
+
+    async def discover(ctx: Any, params: types.RequestParams) -> types.DiscoverResult:
+        result = await sdk_discover(ctx, params)
+        assert isinstance(result, types.DiscoverResult)  # what the SDK's handler returns
+        return result.model_copy(update={"supported_versions": list(DISCOVERED_VERSIONS)})
+
+    server.add_request_handler("server/discover", types.RequestParams, discover)
 
 
 def configure_logging(level: str) -> None:

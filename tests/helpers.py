@@ -6,6 +6,7 @@ import nothing from the package, so that a mistake in the package cannot hide in
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import os
@@ -76,6 +77,40 @@ def applies(vector: dict[str, Any], front: str) -> bool:
 def as_json(value: Any) -> str:
     """Canonical text for comparing results: key order and int-vs-float both count."""
     return json.dumps(value, ensure_ascii=False)
+
+
+def project_urls() -> dict[str, str]:
+    """pyproject.toml's [project.urls]."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+    with open(ROOT / "pyproject.toml", "rb") as handle:
+        urls: dict[str, str] = tomllib.load(handle)["project"]["urls"]
+    return urls
+
+
+def data_uri(name: str, mime_type: str) -> str:
+    """One of the package's icons (codescout_mcp/icons/) as a base64 data: URI."""
+    data = (ROOT / "codescout_mcp" / "icons" / name).read_bytes()
+    return f"data:{mime_type};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def server_info_on_the_wire() -> dict[str, Any]:
+    """`serverInfo` as the server must send it: who it is, its homepage, its icons."""
+    from codescout_mcp import __version__
+
+    return {
+        "name": "codescout",
+        "title": "codescout",
+        "version": __version__,
+        "description": "Ranks code-search hits by matches and recency.",
+        "websiteUrl": project_urls()["Homepage"],
+        "icons": [
+            {"src": data_uri("codescout.svg", "image/svg+xml"), "mimeType": "image/svg+xml", "sizes": ["any"]},
+            {"src": data_uri("codescout.png", "image/png"), "mimeType": "image/png", "sizes": ["64x64"]},
+        ],
+    }
 
 
 # --- independent oracles --------------------------------------------------------------------

@@ -146,6 +146,7 @@ def test_wheel_holds_the_package_only(docker_install: Path) -> None:
     assert "codescout = codescout_mcp.cli:main" in entry_points
     assert "codescout-mcp = codescout_mcp.cli:mcp_main" in entry_points
     assert "codescout_mcp/py.typed" in names
+    assert {"codescout_mcp/icons/codescout.svg", "codescout_mcp/icons/codescout.png"} <= set(names)
     assert "License-Expression: MIT" in metadata
     assert f"mcp-name: {SERVER_JSON['name']}" in metadata
     for requirement in ("mcp", "anyio", "jsonschema"):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -13,9 +14,18 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from codescout_mcp import __version__
-from codescout_mcp.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_NAME, TOOL_TITLE
+from codescout_mcp.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_NAME, TOOL_TITLE, WORKSPACE_TOOL_NAME
 from codescout_mcp.server import build_server
-from tests.helpers import EXAMPLE, EXAMPLE_RESULT, applies, as_json, codescout_exe, load_vectors, reference_rank
+from tests.helpers import (
+    EXAMPLE,
+    EXAMPLE_RESULT,
+    applies,
+    as_json,
+    codescout_exe,
+    load_vectors,
+    reference_rank,
+    server_info_on_the_wire,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -77,9 +87,67 @@ async def test_server_identifies_itself() -> None:
     async with Client(build_server(), mode="legacy") as connected:
         assert connected.server_info is not None
         assert (connected.server_info.name, connected.server_info.version) == ("codescout", __version__)
+        shown = connected.server_info.model_dump(mode="json", by_alias=True, exclude_none=True)
+        assert shown == server_info_on_the_wire()
         assert connected.instructions is not None
         assert "rank_search_results" in connected.instructions
         assert connected.server_capabilities.tools is not None
+
+
+async def test_tools_list_refuses_a_cursor_it_never_issued(client: Client) -> None:
+    assert (await client.list_tools()).next_cursor is None  # one page: no cursor is ever handed out
+    for cursor in ("page-2", ""):
+        with pytest.raises(MCPError) as caught:
+            await client.list_tools(cursor=cursor, cache_mode="bypass")
+        assert (caught.value.code, caught.value.message) == (
+            types.INVALID_PARAMS,
+            "Invalid cursor: tools/list has one page and no cursors",
+        )
+
+
+def _properties(schema: dict[str, Any], at: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every property a schema declares, at any depth, with its dotted location."""
+    for name, prop in schema.get("properties", {}).items():
+        yield f"{at}{name}", prop
+        yield from _properties(prop, f"{at}{name}.")
+        if "items" in prop:
+            yield from _properties(prop["items"], f"{at}{name}[].")
+
+
+async def test_every_property_says_in_words_its_bounds_and_default(tmp_path: Path) -> None:
+    """Some clients (Codex) drop minimum, minLength, minItems and default from what the model sees."""
+    async with Client(build_server(workspace=str(tmp_path)), mode="legacy") as connected:
+        listed = await connected.list_tools()
+    assert [tool.name for tool in listed.tools] == [TOOL_NAME, WORKSPACE_TOOL_NAME]
+    stated = []
+    for tool in listed.tools:
+        for where, prop in _properties(tool.input_schema):
+            words = prop["description"]
+            for keyword, phrase in (("minimum", "at least {}"), ("minItems", "at least {}"), ("default", "default {}")):
+                if keyword in prop:
+                    assert phrase.format(prop[keyword]) in words, (tool.name, where, words)
+                    stated.append((tool.name, where, keyword))
+            if "minLength" in prop:
+                assert f"at least {prop['minLength']} character" in words, (tool.name, where, words)
+                stated.append((tool.name, where, "minLength"))
+        assert tool.output_schema is not None
+        for where, prop in _properties(tool.output_schema):
+            assert prop.get("description", "").strip(), (tool.name, where)
+    assert sorted(stated) == sorted(
+        [
+            (TOOL_NAME, "hits", "minItems"),
+            (TOOL_NAME, "hits[].path", "minLength"),
+            (TOOL_NAME, "hits[].matches", "minimum"),
+            (TOOL_NAME, "hits[].last_modified_days", "minimum"),
+            (TOOL_NAME, "limit", "minimum"),
+            (TOOL_NAME, "limit", "default"),
+            (WORKSPACE_TOOL_NAME, "hits", "minItems"),
+            (WORKSPACE_TOOL_NAME, "hits[].path", "minLength"),
+            (WORKSPACE_TOOL_NAME, "hits[].matches", "minimum"),
+            (WORKSPACE_TOOL_NAME, "limit", "minimum"),
+            (WORKSPACE_TOOL_NAME, "limit", "default"),
+        ]
+    )
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v["name"])

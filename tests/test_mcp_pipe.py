@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import codescout_exe
+from codescout_mcp.server import INSTRUCTIONS
+from tests.helpers import codescout_exe, server_info_on_the_wire
 
 CALL = {"name": "rank_search_results", "arguments": {"hits": [{"path": "a.py", "matches": 3, "last_modified_days": 4}]}}
 INITIALIZED = b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
@@ -61,11 +62,33 @@ def test_handshake_serves_exactly_the_listed_versions(asked: str, served: str) -
     status, replies, _ = converse(initialize(1, asked) + INITIALIZED + request(2, "tools/call", CALL))
     assert status == 0
     assert replies[0]["result"]["protocolVersion"] == served
-    assert replies[0]["result"]["serverInfo"]["name"] == "codescout"
+    assert replies[0]["result"]["serverInfo"] == server_info_on_the_wire()
     result = replies[1]["result"]
     assert json.loads(result["content"][0]["text"])["results"][0]["score"] == 296
     if served != "2024-11-05":
         assert result["structuredContent"]["results"][0]["score"] == 296
+
+
+def test_discover_names_every_served_version_newest_first() -> None:
+    """The handshake versions too: the server still answers `initialize` at each of them."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    status, replies, _ = converse(request(1, "server/discover", {"_meta": meta}))
+    assert status == 0
+    assert replies == [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {
+                "cacheScope": "private",
+                "capabilities": {"tools": {"listChanged": False}},
+                "instructions": INSTRUCTIONS,
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"],
+                "ttlMs": 0,
+                "_meta": {"io.modelcontextprotocol/serverInfo": server_info_on_the_wire()},
+            },
+        }
+    ]
 
 
 def batch_line(*members: Any) -> bytes:

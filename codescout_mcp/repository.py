@@ -560,8 +560,7 @@ class Checkout:
         except GitError as error:
             if repo is not None or strict:
                 raise RepositoryError(str(error)) from None
-            warn(f"{error}; ages come from file modification times and there are no owners")
-            main = None
+            main = None  # said when a file in it is asked about (the folder's .git is met then)
         base = main.base if main is not None else Path(os.path.realpath(cwd))
         return cls(base, main, **options)  # type: ignore[arg-type]
 

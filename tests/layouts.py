@@ -55,7 +55,8 @@ def long_history(root: Path, commits: int, *, start: int, step: int = 3600) -> N
             + b"data %d\n%s\n" % (len(message), message)
             + (b"M 100644 inline history/first.txt\ndata 6\nfirst\n" if n == 0 else b"")
         )
-    subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input=b"".join(chunks), env=env_for(), check=True)
+    stream = b"".join(chunks)
+    subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input=stream, env=env_for(), check=True)
     subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard", "main"], env=env_for(), check=True)
 
 

@@ -171,7 +171,7 @@ def test_a_checkout_git_refuses_is_named_with_its_fix(tmp_path: Path) -> None:
 
 def test_a_hostile_global_config_changes_no_answer(layout: Any, tmp_path: Path) -> None:
     project = layout.project.root
-    shallow_root, clone = make_shallow_with_two_boundaries(tmp_path / "shallow")
+    _, clone = make_shallow_with_two_boundaries(tmp_path / "shallow")
     hostile = write_hostile_config(tmp_path / "hostile.gitconfig", tmp_path / "excludes")
     env_hostile = {**env_for(), "GIT_CONFIG_GLOBAL": str(hostile)}
     cases = [

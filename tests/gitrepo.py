@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import BIN, codescout_exe
+from tests.helpers import BIN, codescout_exe, installed
 
 NOW = "2026-03-01T00:00:00Z"
 NOW_SECONDS = 1772323200.0  # NOW as POSIX seconds, worked out by hand
@@ -74,9 +74,12 @@ class Repo:
 
 
 def run(
-    argv: list[str], cwd: Path, stdin: bytes | None = None, env: dict[str, str] | None = None
+    argv: list[str], cwd: Path, stdin: bytes | None = None, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(argv, cwd=cwd, input=stdin, capture_output=True, env=env or env_for(), check=False)
+    """A command as a user runs it (a hang is a failure after `timeout` seconds, not a stuck suite)."""
+    return subprocess.run(
+        argv, cwd=cwd, input=stdin, capture_output=True, env=env or env_for(), timeout=timeout, check=False
+    )
 
 
 def hits_of(cwd: Path, stdin: bytes, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -96,3 +99,30 @@ def hits_from_rg(cwd: Path, *rg_args: str, hits_args: tuple[str, ...] = ("--now"
 
 def days_of(result: dict[str, Any]) -> dict[str, int]:
     return {hit["path"]: hit["last_modified_days"] for hit in result["hits"]}
+
+
+def workspace_call(
+    workspace: Path, hit_paths: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> tuple[dict[str, Any], str]:
+    """One rank_workspace_hits call through `codescout-mcp --workspace` on a pipe: (result, stderr)."""
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "rank_workspace_hits", "arguments": {"hits": [{"path": p, "matches": 1} for p in hit_paths]}}},
+    ]  # fmt: skip
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    done = subprocess.run(
+        [installed("codescout-mcp"), "--workspace", str(workspace)],
+        input=data,
+        capture_output=True,
+        env=env or env_for(),
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.decode().splitlines())}
+    result: dict[str, Any] = replies[2]["result"]
+    return result, done.stderr.decode()

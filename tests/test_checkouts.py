@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from codescout_mcp.contract import WORKSPACE_TOOL_NAME
-from tests.gitrepo import NOW, NOW_SECONDS, Repo, env_for, run
-from tests.helpers import codescout_exe, installed
+from tests.gitrepo import NOW, NOW_SECONDS, Repo, env_for, run, workspace_call
+from tests.helpers import codescout_exe
 from tests.layouts import (
     git_age_days,
     long_history,
@@ -41,33 +41,6 @@ def hits(cwd: Path, stdin: bytes, *args: str, env: dict[str, str] | None = None)
 def table(done: subprocess.CompletedProcess[bytes]) -> dict[str, tuple[int, str | None]]:
     assert done.returncode == 0, done.stderr
     return {h["path"]: (h["last_modified_days"], h.get("owner")) for h in json.loads(done.stdout)["hits"]}
-
-
-def workspace_call(
-    workspace: Path, hit_paths: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None
-) -> tuple[dict[str, Any], str]:
-    """One rank_workspace_hits call through `codescout-mcp --workspace` on a pipe: (result, stderr)."""
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": WORKSPACE_TOOL_NAME, "arguments": {"hits": [{"path": p, "matches": 1} for p in hit_paths]}}},
-    ]  # fmt: skip
-    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
-    done = subprocess.run(
-        [installed("codescout-mcp"), "--workspace", str(workspace)],
-        input=data,
-        capture_output=True,
-        env=env or env_for(),
-        cwd=cwd,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.decode().splitlines())}
-    result: dict[str, Any] = replies[2]["result"]
-    return result, done.stderr.decode()
 
 
 def days_by_path(result: dict[str, Any]) -> dict[str, tuple[int, str | None]]:

@@ -1,0 +1,384 @@
+"""A checkout nobody vetted: nothing it configures runs, nothing it holds blocks, nothing grows.
+
+A repository's own config can name commands (filters, hooks, fsmonitor, a pager, a
+transport for missing objects, a gpg program); each one here leaves a mark if it ever runs,
+and `codescout hits` and `rank_workspace_hits` run on the repository as users run them.
+Files codescout reads itself (HEAD, CODEOWNERS) may be links out, FIFOs or huge; git
+children may print nothing or leave grandchildren behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codescout_mcp.git import Git, GitError
+from tests.gitrepo import NOW, Repo, env_for, run, workspace_call
+from tests.helpers import codescout_exe, installed
+
+
+def counts(*paths: str) -> bytes:
+    return b"".join(f"{path}:1\n".encode() for path in paths)
+
+
+def leaves(marks: Path, name: str) -> str:
+    """A shell command that leaves a mark named `name` (and passes its input through)."""
+    return f"touch {marks / name}; cat"
+
+
+def signed_commit(repo: Repo) -> None:
+    """Make HEAD a commit that carries a (fake) signature, so showing signatures would run gpg."""
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    parent = repo.git("rev-parse", "HEAD").strip()
+    body = (
+        f"tree {tree}\nparent {parent}\nauthor T <t@example.com> 1767225600 +0000\n"
+        "committer T <t@example.com> 1767225600 +0000\n"
+        "gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEE\n -----END PGP SIGNATURE-----\n\nsigned\n"
+    )
+    made = subprocess.run(
+        ["git", "hash-object", "-t", "commit", "-w", "--stdin"],
+        cwd=repo.root,
+        input=body.encode(),
+        capture_output=True,
+        env=env_for(),
+        check=True,
+    )
+    repo.git("update-ref", "refs/heads/main", made.stdout.decode().strip())
+
+
+def booby_trapped(tmp_path: Path) -> tuple[Repo, Path]:
+    """A repository whose config, attributes and hooks name a command for everything they can."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    r = Repo(tmp_path / "trap")
+    r.write("src/a.py", "one\n")
+    r.write("src/b.py", "one\n")
+    r.write("deep/dir/c.py", "one\n")
+    r.commit("2025-01-01T00:00:00Z", "src/a.py", "src/b.py", "deep/dir/c.py")
+    r.write("src/b.py", "two\n")
+    r.commit("2025-06-01T00:00:00Z", "src/b.py")
+    signed_commit(r)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for hook in ("post-index-change", "reference-transaction", "pre-auto-gc", "post-checkout", "fsmonitor-watchman"):
+        for folder in (hooks, r.root / ".git" / "hooks"):
+            (folder / hook).write_text(f"#!/bin/sh\ntouch {marks / ('hook-' + hook)}\n", encoding="utf-8")
+            (folder / hook).chmod(0o755)
+    included = tmp_path / "included.gitconfig"
+    included.write_text(f'[filter "inc"]\n\tclean = {leaves(marks, "include-clean")}\n', encoding="utf-8")
+    gpg = tmp_path / "fake-gpg"
+    gpg.write_text(f"#!/bin/sh\ntouch {marks / 'gpg'}\nexit 1\n", encoding="utf-8")
+    gpg.chmod(0o755)
+    settings = {
+        "filter.evil.clean": leaves(marks, "clean"),
+        "filter.evil.smudge": leaves(marks, "smudge"),
+        "filter.evil.process": f"touch {marks / 'process'}",
+        "filter.evil.required": "true",
+        "filter.dotted.name.clean": leaves(marks, "dotted-clean"),
+        "diff.evil.textconv": leaves(marks, "textconv"),
+        "diff.evil.command": leaves(marks, "diff-command"),
+        "diff.external": leaves(marks, "diff-external"),
+        "core.fsmonitor": leaves(marks, "fsmonitor"),
+        "core.hooksPath": str(hooks),
+        "core.pager": leaves(marks, "pager"),
+        "pager.log": leaves(marks, "pager-log"),
+        "pager.status": leaves(marks, "pager-status"),
+        "core.sshCommand": leaves(marks, "ssh"),
+        "core.gitProxy": leaves(marks, "proxy"),
+        "core.alternateRefsCommand": leaves(marks, "alternate-refs"),
+        "credential.helper": f"!touch {marks / 'credential'}",
+        "gpg.program": str(gpg),
+        "log.showSignature": "true",
+        "gc.auto": "1",
+        "maintenance.auto": "true",
+        "include.path": str(included),
+        "trace2.eventTarget": str(marks / "trace2"),
+        # A partial clone whose missing objects would be fetched through a command.
+        "core.repositoryFormatVersion": "1",
+        "extensions.partialClone": "origin",
+        "remote.origin.url": f"ext::sh -c touch% {marks / 'lazy-fetch'}",
+        "remote.origin.promisor": "true",
+        "protocol.ext.allow": "always",
+        "protocol.file.allow": "always",
+        "uploadpack.packObjectsHook": leaves(marks, "pack-objects"),
+    }
+    for key, value in settings.items():
+        r.git("config", key, value)
+    r.write(".gitattributes", "* filter=evil diff=evil merge=evil\n*.py filter=inc\ndeep/** filter=dotted.name\n")
+    r.write("src/a.py", "edited, so status must look at it\n")
+    r.write("deep/dir/c.py", "edited too\n")
+    return r, marks
+
+
+def test_nothing_a_repository_configures_runs(tmp_path: Path) -> None:
+    r, marks = booby_trapped(tmp_path)
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts("src/a.py", "src/b.py", "deep/dir/c.py"))
+    assert done.returncode == 0, done.stderr
+    assert {h["path"]: h["last_modified_days"] for h in json.loads(done.stdout)["hits"]} == {
+        "deep/dir/c.py": 0,
+        "src/a.py": 0,
+        "src/b.py": 273,  # the signed commit on top changed nothing
+    }
+    result, _ = workspace_call(r.root, ["src/a.py", "src/b.py", "deep/dir/c.py"])
+    assert not result.get("isError"), result
+    assert sorted(p.name for p in marks.iterdir()) == []
+
+
+def test_a_missing_object_is_not_fetched_through_the_repositorys_transport(tmp_path: Path) -> None:
+    r, marks = booby_trapped(tmp_path)
+    subtree = r.git("rev-parse", "HEAD~2^{tree}:deep").strip()  # the first commit's `deep/`
+    (r.root / ".git" / "objects" / subtree[:2] / subtree[2:]).unlink()
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts("src/a.py", "deep/dir/c.py", "src/b.py"))
+    # Nothing runs; whether git needed the object depends on how far the walk goes.
+    assert sorted(p.name for p in marks.iterdir()) == []
+    if done.returncode != 0:
+        assert done.stderr.decode().startswith("codescout: git log failed in")
+
+
+def test_a_submodules_own_config_runs_nothing_either(tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    upstream = Repo(tmp_path / "upstream")
+    upstream.write("lib.c", "one\n")
+    upstream.commit("2025-01-01T00:00:00Z", "lib.c")
+    top = Repo(tmp_path / "top")
+    top.write("app.c", "one\n")
+    top.commit("2025-01-01T00:00:00Z", "app.c")
+    top.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream.root), "lib")
+    top.commit("2025-02-01T00:00:00Z", message="add lib")
+    lib = Repo(top.root / "lib", init=False)
+    lib.git("config", "filter.sub.clean", leaves(marks, "submodule-clean"))
+    lib.git("config", "core.fsmonitor", leaves(marks, "submodule-fsmonitor"))
+    lib.write(".gitattributes", "* filter=sub\n")
+    lib.write("lib.c", "edited\n")
+    done = run([codescout_exe(), "hits", "--now", NOW], top.root, stdin=counts("lib/lib.c", "app.c"))
+    assert done.returncode == 0, done.stderr
+    assert {h["path"]: h["last_modified_days"] for h in json.loads(done.stdout)["hits"]} == {
+        "app.c": 424,
+        "lib/lib.c": 0,
+    }
+    workspace_call(top.root, ["lib/lib.c", "app.c"])
+    assert sorted(p.name for p in marks.iterdir()) == []
+
+
+# --- files codescout reads itself ------------------------------------------------------------------
+
+
+def test_a_codeowners_link_out_of_the_repository_is_not_followed(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("* @leaked-secret\n", encoding="utf-8")
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "x\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    (r.root / ".github").mkdir()
+    (r.root / ".github" / "CODEOWNERS").symlink_to(secret)
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts("a.txt"))
+    assert json.loads(done.stdout)["hits"] == [{"path": "a.txt", "matches": 1, "last_modified_days": 59}]
+    assert done.stderr.decode() == (
+        f"codescout: warning: .github/CODEOWNERS is a link to {secret}, outside the repository; it is not read, "
+        "and no owners are read\n"
+    )
+    result, _ = workspace_call(r.root, ["a.txt"])
+    assert result["structuredContent"]["results"][0]["owner"] is None
+    assert "leaked" not in json.dumps(result)
+    inside = r.root / "docs-owners"
+    inside.write_text("* @inside\n", encoding="utf-8")
+    (r.root / ".github" / "CODEOWNERS").unlink()
+    (r.root / ".github" / "CODEOWNERS").symlink_to(inside)  # a link within the repository is fine
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts("a.txt"))
+    assert json.loads(done.stdout)["hits"][0]["owner"] == "@inside" and done.stderr == b""
+
+
+def limited_memory(megabytes: int) -> Any:
+    import resource  # POSIX only; the test that uses it runs where it exists
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (megabytes << 20, megabytes << 20))
+
+    return limit
+
+
+def test_a_huge_codeowners_is_refused_by_its_size_before_it_is_read(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "x\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    with open(r.root / "CODEOWNERS", "wb") as huge:
+        huge.truncate(1 << 30)  # 1 GiB, sparse: reading it whole would need 1 GiB of memory
+    done = subprocess.run(
+        [codescout_exe(), "hits", "--now", NOW],
+        cwd=r.root,
+        input=counts("a.txt"),
+        capture_output=True,
+        env=env_for(),
+        preexec_fn=limited_memory(768),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["hits"] == [{"path": "a.txt", "matches": 1, "last_modified_days": 59}]
+    assert done.stderr.decode() == (
+        "codescout: warning: CODEOWNERS is more than 10485760 bytes, over GitHub's 3 MB limit, so GitHub ignores it; "
+        "no owners are read\n"
+    )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs are POSIX-only")
+def test_fifos_where_files_should_be_never_block(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "x\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    os.mkfifo(r.root / "CODEOWNERS")
+    os.mkfifo(r.root / ".mailmap")
+    started = time.monotonic()
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts("a.txt"), timeout=20)
+    assert json.loads(done.stdout)["hits"] == [{"path": "a.txt", "matches": 1, "last_modified_days": 59}]
+    assert (
+        done.stderr.decode()
+        == "codescout: warning: CODEOWNERS is a FIFO, not a regular file; it is not read, and no owners are read\n"
+    )
+    assert time.monotonic() - started < 20
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and signals by number are POSIX-only")
+def test_a_head_that_turns_into_a_fifo_leaves_the_server_answering_and_stoppable(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "x\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    server = subprocess.Popen(
+        [installed("codescout-mcp"), "--workspace", str(r.root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env_for(),
+    )
+    assert server.stdin is not None and server.stdout is not None
+
+    def ask(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(
+            json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode() + b"\n"
+        )
+        server.stdin.flush()
+        ready, _, _ = select.select([server.stdout], [], [], 15)
+        assert ready, f"no answer to {method} within 15 s"
+        reply: dict[str, Any] = json.loads(server.stdout.readline())
+        return reply
+
+    call = {"name": "rank_workspace_hits", "arguments": {"hits": [{"path": "a.txt", "matches": 1}]}}
+    try:
+        ask(
+            1,
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+        )
+        assert not ask(2, "tools/call", call)["result"].get("isError")
+        head = r.root / ".git" / "HEAD"
+        head.unlink()
+        os.mkfifo(head)
+        started = time.monotonic()
+        answer = ask(3, "tools/call", call)["result"]
+        assert answer["isError"] is True and "HEAD is a FIFO, not a regular file" in answer["content"][0]["text"]
+        assert ask(4, "ping", {})["result"] == {}
+        assert time.monotonic() - started < 10
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=5) == 0
+    finally:
+        server.kill()
+        server.wait()
+
+
+# --- git children -----------------------------------------------------------------------------------
+
+
+def fake_git(script: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shim = folder / "shim"
+    shim.mkdir()
+    (shim / "git").write_text(f"#!/bin/sh\n{script}\n", encoding="utf-8")
+    (shim / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+
+
+def alive(pid: int) -> bool:
+    """Whether a process runs (a killed one whose parent is gone may linger as a zombie)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0] == "Z")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX-only")
+def test_a_git_whose_children_keep_its_output_open_is_ended_with_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pidfile = tmp_path / "grandchild"
+    fake_git(f"sleep 30 &\necho $! > {pidfile}\nexit 0", tmp_path, monkeypatch)
+    started = time.monotonic()
+    with pytest.raises(GitError, match="took longer than 1 s"):
+        Git(tmp_path, timeout=1.0).run("status")
+    assert time.monotonic() - started < 5
+    time.sleep(0.2)
+    assert not alive(int(pidfile.read_text(encoding="utf-8")))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX-only")
+def test_a_git_that_prints_nothing_is_ended_at_its_deadline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_git("exec sleep 30", tmp_path, monkeypatch)
+    started = time.monotonic()
+    with pytest.raises(GitError, match="git log took longer than 1 s"), Git(tmp_path, timeout=1.0).stream("log") as out:
+        out.read(1 << 16)
+    assert time.monotonic() - started < 5
+
+
+# --- paths no file can have, and paths deeper than recursion goes ---------------------------------------------
+
+
+def test_names_no_file_can_have_are_located_errors(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "x\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    for bad, words in (("a\u0000b", "holds a NUL character"), ("x\ud800y", "holds an unpaired surrogate")):
+        result, stderr = workspace_call(r.root, ["a.txt", bad])
+        assert result["isError"] is True, result
+        assert result["content"][0]["text"].startswith("hits[1].path: ") and words in result["content"][0]["text"]
+        assert "Traceback" not in stderr
+
+
+@pytest.fixture
+def deep_repo(tmp_path: Path) -> Iterator[tuple[Repo, str]]:
+    """A repository holding one file 990 folders deep; removed again one folder at a time
+    (pathlib and shutil would recurse as deep, and so would pytest's own clean-up later)."""
+    r = Repo(tmp_path / "r")
+    chain = []
+    folder = r.root
+    for _ in range(990):
+        folder = folder / "d"
+        folder.mkdir()
+        chain.append(folder)
+    (folder / "f.txt").write_text("x\n", encoding="utf-8")
+    deep = "/".join(["d"] * 990) + "/f.txt"
+    r.commit("2026-01-01T00:00:00Z", deep)
+    yield r, deep
+    (folder / "f.txt").unlink()
+    for each in reversed(chain):
+        each.rmdir()
+
+
+def test_a_file_a_thousand_folders_deep_is_ranked(deep_repo: tuple[Repo, str]) -> None:
+    r, deep = deep_repo
+    result, stderr = workspace_call(r.root, [deep])
+    assert not result.get("isError"), result
+    assert result["structuredContent"]["results"][0]["path"] == deep and "Traceback" not in stderr
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts(deep))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["hits"] == [{"path": deep, "matches": 1, "last_modified_days": 59}]

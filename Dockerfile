@@ -69,6 +69,7 @@ USER 10001:10001
 WORKDIR /w
 EXPOSE 8000
 # tini forwards signals to codescout; a codescout that a SIGTERM ends before its own handler is
-# up (killed by the signal: status 143) has stopped as asked, so tini reports that as 0.
-ENTRYPOINT ["/usr/local/bin/tini", "-e", "143", "--", "codescout"]
+# up (killed by the signal: status 143) has stopped as asked, so tini reports that as 0. Under
+# another init (`docker run --init`), -s makes it the subreaper instead, without a warning.
+ENTRYPOINT ["/usr/local/bin/tini", "-s", "-e", "143", "--", "codescout"]
 CMD ["mcp"]

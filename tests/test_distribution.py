@@ -87,7 +87,7 @@ def test_dockerfile_is_multi_stage_with_a_lean_non_root_runtime() -> None:
     assert ("WORKDIR", "/w") in runtime
     # tini is PID 1, so a SIGTERM is heeded from the first instant; a codescout ended by it
     # before its own handler is up (status 143) has stopped as asked.
-    assert ("ENTRYPOINT", '["/usr/local/bin/tini", "-e", "143", "--", "codescout"]') in runtime
+    assert ("ENTRYPOINT", '["/usr/local/bin/tini", "-s", "-e", "143", "--", "codescout"]') in runtime
     assert ("CMD", '["mcp"]') in runtime
     assert "docker build -t codescout ." in (ROOT / "README.md").read_text(encoding="utf-8")
 

@@ -54,32 +54,60 @@ def stages() -> list[list[tuple[str, str]]]:
     return found
 
 
+def stage_args(stage: list[tuple[str, str]]) -> dict[str, str]:
+    """The build arguments a stage declares, with their defaults."""
+    return dict(rest.split("=", 1) for keyword, rest in stage if keyword == "ARG")
+
+
 def test_dockerfile_is_multi_stage_with_a_lean_non_root_runtime() -> None:
-    build, runtime = stages()
+    build, tools, runtime = stages()
     assert build[0][1].endswith("AS build")
+    assert tools[0][1].endswith("AS tools")
     base = re.search(r"^ARG PYTHON_IMAGE=(\S+)$", DOCKERFILE, flags=re.MULTILINE)
     assert base is not None
     assert re.fullmatch(r"python:\d+\.\d+\.\d+-slim-\w+", base.group(1)), "pin an exact slim Python tag"
+    # The runtime venv is made without pip; the build stage's pip installs into it.
+    build_runs = " ".join(rest for keyword, rest in build if keyword == "RUN")
+    assert "python -m venv --without-pip /opt/codescout" in build_runs
+    assert "pip --python /opt/codescout/bin/python install" in build_runs
     runtime_runs = " ".join(rest for keyword, rest in runtime if keyword == "RUN")
-    for tool in ("pip ", "gcc", "build", "wheel"):
+    for tool in ("pip ", "gcc", "build", "wheel", "apt-get"):
         assert tool not in runtime_runs, f"the runtime stage must not run {tool!r}"
-    # The one package the runtime installs is git (for rank_workspace_hits), without extras
-    # and without leaving the package lists behind.
-    installs = re.findall(r"apt-get install -y --no-install-recommends ([^&]+)", runtime_runs)
-    assert [packages.split() for packages in installs] == [["git"]]
-    assert "rm -rf /var/lib/apt/lists/*" in runtime_runs
+    # Debian's git and tini are installed in a stage of their own, without extras and without
+    # leaving the package lists behind; the runtime takes the two binaries only.
+    tools_runs = " ".join(rest for keyword, rest in tools if keyword == "RUN")
+    installs = re.findall(r"apt-get install -y --no-install-recommends ([^&]+)", tools_runs)
+    assert [packages.split() for packages in installs] == [["git", "tini"]]
+    assert "rm -rf /var/lib/apt/lists/*" in tools_runs
+    copied = [rest for keyword, rest in runtime if keyword == "COPY"]
+    assert copied == ["--from=tools /out/git /out/tini /usr/local/bin/", "--from=build /opt/codescout /opt/codescout"]
     assert "git config --system --add safe.directory /w" in runtime_runs
-    assert ("COPY", "--from=build /opt/codescout /opt/codescout") in runtime
     user = [rest for keyword, rest in runtime if keyword == "USER"]
     assert user == ["10001:10001"]
-    assert ("ENTRYPOINT", '["codescout"]') in runtime
+    assert ("WORKDIR", "/w") in runtime
+    # tini is PID 1, so a SIGTERM is heeded from the first instant; a codescout ended by it
+    # before its own handler is up (status 143) has stopped as asked.
+    assert ("ENTRYPOINT", '["/usr/local/bin/tini", "-s", "-e", "143", "--", "codescout"]') in runtime
     assert ("CMD", '["mcp"]') in runtime
     assert "docker build -t codescout ." in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_dockerfile_label_names_the_registry_entry() -> None:
-    labels = " ".join(rest for keyword, rest in stages()[1] if keyword == "LABEL")
+    labels = " ".join(rest for keyword, rest in stages()[-1] if keyword == "LABEL")
     assert f'io.modelcontextprotocol.server.name="{SERVER_JSON["name"]}"' in labels
+
+
+def test_dockerfile_labels_name_the_version_and_the_source() -> None:
+    build, _, runtime = stages()
+    # The label's version is a build argument whose default is the package's version; the build
+    # stage stops when the wheel it built is another version.
+    assert stage_args(build)["CODESCOUT_VERSION"] == stage_args(runtime)["CODESCOUT_VERSION"] == __version__
+    assert 'test -e "/dist/codescout_mcp-${CODESCOUT_VERSION}-py3-none-any.whl"' in " ".join(
+        rest for keyword, rest in build if keyword == "RUN"
+    )
+    labels = " ".join(rest for keyword, rest in runtime if keyword == "LABEL")
+    assert 'org.opencontainers.image.version="${CODESCOUT_VERSION}"' in labels
+    assert f'org.opencontainers.image.source="{SERVER_JSON["repository"]["url"]}"' in labels
 
 
 def test_dockerignore_keeps_the_build_context_to_the_package() -> None:
@@ -117,7 +145,8 @@ def docker_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     shutil.copytree(origin, src / source, ignore=shutil.ignore_patterns("__pycache__"))
                 else:
                     shutil.copy2(origin, src / source)
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    # Docker hands a stage's build arguments to its RUN steps as environment variables.
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **stage_args(build))
     for keyword, rest in build:
         if keyword == "RUN":
             command = rest.replace("/opt/codescout", str(venv)).replace("/dist", str(dist))

@@ -1,4 +1,4 @@
-"""Real MCP hosts run codescout from the README's own snippets: Claude Code, Gemini CLI, opencode, Codex.
+"""Real MCP hosts run codescout from the README's own snippets: Claude Code, Gemini CLI, Qwen Code, opencode, Codex.
 
 The hosts install from npm at the versions pinned in tests/hosts/package.json, into the
 checkout's .cache/hosts/ (keyed by that manifest), and run under the Node 22 of the other Node
@@ -46,7 +46,7 @@ CACHE = ROOT / ".cache" / "hosts"
 README_WORKSPACE = "/Users/me/src/project"  # the README's example of an absolute workspace path
 TIMEOUT = 120.0  # seconds for one host command: generous, since a busy machine slows every host
 PARALLEL = 4  # scenarios at once: each host mostly waits on its own child processes
-SLOWEST_FIRST = ["opencode", "gemini", "codex", "claude"]  # hosts by their usual run time
+SLOWEST_FIRST = ["opencode", "gemini", "codex", "qwen", "claude"]  # hosts by their usual run time
 
 # What the temporary project holds, and what ranking it through rank_workspace_hits must give.
 WORKSPACE_ARGUMENTS = {"hits": [{"path": "README.md", "matches": 1}, {"path": "src/rank.py", "matches": 3}]}
@@ -465,6 +465,30 @@ def test_gemini_cli_sees_both_tools_and_calls_one_from_the_workspace_snippet(out
     assert ours == [both, both]
     # Gemini CLI hands the model a server's text wrapped as untrusted context.
     assert exchange.result == {"output": f"<untrusted_context>\n{compact(WORKSPACE_RESULT)}\n</untrusted_context>"}
+
+
+# --- Qwen Code ---------------------------------------------------------------------------------
+
+# Gemini CLI's settings for updates, usage statistics and telemetry, which Qwen Code kept.
+QWEN_SETTINGS = {
+    "general": {"enableAutoUpdate": False},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+}
+
+
+@scenario
+def qwen_code_connects_with_the_readme_snippet(box: Sandbox) -> dict[str, Any]:
+    config = json_snippet_with(client_snippet("Qwen Code"))
+    box.write_json(box.home / ".qwen" / "settings.json", {**config, **QWEN_SETTINGS})
+    return {"box": box, "list": box.run("qwen", "mcp", "list")}
+
+
+def test_qwen_code_connects_with_the_readme_snippet(outcome: dict[str, Any]) -> None:
+    listed = outcome["list"]
+    assert (listed.returncode, strip_ansi(listed.stdout), strip_ansi(listed.stderr)) == (
+        0, f"Configured MCP servers:\n✓ codescout: {installed('codescout-mcp')}  (stdio) - Connected\n", "",
+    )  # fmt: skip
 
 
 # --- opencode ----------------------------------------------------------------------------------

@@ -51,34 +51,44 @@ class NodeTools:
         return [str(self.node), str(self.home / name)]
 
 
-def install() -> NodeTools:
-    """The tools, installing them first if this manifest was never installed here."""
-    if platform.system() != "Linux" or platform.machine() not in NODE_PACKAGE:
-        raise RuntimeError(f"the Node 22 package is pinned for Linux x86_64 and aarch64 only, not {platform.machine()}")
+def install_manifest(manifest: Path, cache: Path, *, what: str, timeout: float = 600) -> Path:
+    """The folder holding `manifest`'s packages, installed with npm first if this manifest never was.
+
+    Keyed by the manifest's content, so changing a pin installs afresh; a lock keeps parallel
+    workers from installing twice.
+    """
     npm = shutil.which("npm")
     if npm is None:
-        raise RuntimeError("npm is needed to install the test clients (Node.js with npm)")
-    digest = hashlib.sha256(MANIFEST.read_bytes()).hexdigest()[:16]
-    home = CACHE / digest
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / ".lock", "w", encoding="utf-8") as lock:
+        raise RuntimeError(f"npm is needed to install {what} (Node.js with npm)")
+    digest = hashlib.sha256(manifest.read_bytes()).hexdigest()[:16]
+    home = cache / digest
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".lock", "w", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         done = home / ".installed"
         if not done.exists():
             shutil.rmtree(home, ignore_errors=True)
             home.mkdir(parents=True)
-            shutil.copy2(MANIFEST, home / "package.json")
+            shutil.copy2(manifest, home / "package.json")
             result = subprocess.run(
                 [npm, "install", "--no-audit", "--no-fund", "--no-package-lock", "--loglevel=error"],
                 cwd=home,
                 capture_output=True,
                 text=True,
-                timeout=600,
+                timeout=timeout,
                 check=False,
             )
             if result.returncode != 0:
-                raise RuntimeError(f"npm install of the test clients failed:\n{result.stdout}\n{result.stderr}")
+                raise RuntimeError(f"npm install of {what} failed:\n{result.stdout}\n{result.stderr}")
             done.write_text(digest, encoding="utf-8")
+    return home
+
+
+def install() -> NodeTools:
+    """The tools, installing them first if this manifest was never installed here."""
+    if platform.system() != "Linux" or platform.machine() not in NODE_PACKAGE:
+        raise RuntimeError(f"the Node 22 package is pinned for Linux x86_64 and aarch64 only, not {platform.machine()}")
+    home = install_manifest(MANIFEST, CACHE, what="the test clients")
     for script in (ROOT / "tests" / "node").glob("*.mjs"):
         shutil.copy2(script, home / script.name)  # always the checkout's current version
     tools = NodeTools(home)

@@ -1,4 +1,4 @@
-"""The README stays true: its commands, its JSON, TOML and shell lines, and its Python run as written."""
+"""The README stays true: its commands, its JSON, TOML, YAML and shell lines, and its Python run as written."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import re
 import shlex
 import sys
 import urllib.parse
-from typing import Any
 
 import pytest
+import yaml
 
 from codescout_mcp import rank
 from codescout_mcp.server import SERVED_PROTOCOL_VERSIONS
@@ -76,45 +76,118 @@ def test_readme_says_why_the_distribution_is_not_called_codescout() -> None:
 
 # --- client configuration: one parsed snippet per host --------------------------------------
 
+CLIENTS = [
+    "Claude Desktop",
+    "Claude Code",
+    "VS Code",
+    "Cursor",
+    "Windsurf",
+    "Zed",
+    "Codex CLI",
+    "Gemini CLI",
+    "Qwen Code",
+    "opencode",
+    "Kilo",
+    "Continue",
+    "Cline",
+    "GitHub Copilot CLI",
+    "Docker",
+]
+WORKSPACE_CLIENTS = ["VS Code", "Claude Code", "Claude Desktop", "Codex CLI", "Gemini CLI", "opencode", "Docker"]
+WORKSPACE_SECTION = "For agents without a shell: `rank_workspace_hits`"
 
-def _stdio_servers(config: dict[str, Any]) -> list[dict[str, Any]]:
-    for key in ("mcpServers", "servers", "context_servers"):
-        if key in config:
-            return list(config[key].values())
-    raise AssertionError(f"no server table in {config}")
 
-
-CLIENTS = ["Claude Desktop", "Claude Code", "VS Code", "Cursor", "Windsurf", "Zed", "Codex CLI", "Gemini CLI", "Docker"]
-
-
-def client_snippet(client: str) -> str:
-    text = section("MCP server")
-    start = text.index(f"**{client}**")
-    found = re.search(r"```(\w+)\n(.*?)```", text[start:], flags=re.DOTALL)
+def _first_block(text: str) -> tuple[str, str]:
+    found = re.search(r"```(\w+)\n(.*?)```", text, flags=re.DOTALL)
     assert found is not None
-    return f"{found.group(1)}\n{found.group(2)}"
+    return found.group(1), found.group(2)
+
+
+def client_snippet(client: str) -> tuple[str, str]:
+    """The language and text of the first code block after `**client**` in the MCP server section."""
+    text = section("MCP server")
+    return _first_block(text[text.index(f"**{client}**") :])
+
+
+def workspace_snippet(client: str) -> tuple[str, str]:
+    """The language and text of the block after the paragraph naming `client` in the workspace section."""
+    text = section(WORKSPACE_SECTION)
+    return _first_block(text[text.index(f"\n{client} (") :])
+
+
+def snippet_argv(client: str, language: str, body: str) -> list[str]:
+    """The command line a host runs from its snippet, read the way that host reads its file."""
+    if language == "sh":
+        words = shlex.split(body)
+        assert words[:4] == ["claude", "mcp", "add", "codescout"] and words[4] == "--", words
+        return words[5:]
+    if language == "toml":
+        server = tomllib.loads(body)["mcp_servers"]["codescout"]
+        assert set(server) == {"command", "args"}
+        return [server["command"], *server["args"]]
+    if language == "yaml":
+        config = yaml.safe_load(body)
+        # A Continue block file names itself and its schema; the servers are a list, not a table.
+        assert {key: config[key] for key in ("name", "version", "schema")} == {
+            "name": "codescout", "version": "0.0.1", "schema": "v1",
+        }  # fmt: skip
+        (server,) = config["mcpServers"]
+        assert set(server) == {"name", "command", "args"} and server["name"] == "codescout"
+        return [server["command"], *server["args"]]
+    assert language == "json"
+    config = json.loads(body)
+    if client in ("opencode", "Kilo"):
+        # opencode's shape (Kilo reads the same): `mcp`, a local type, and one list for the command.
+        assert set(config) <= {"$schema", "mcp"}
+        server = config["mcp"]["codescout"]
+        assert set(server) == {"type", "command"} and server["type"] == "local"
+        command: list[str] = server["command"]
+        return command
+    table = {"VS Code": "servers", "Zed": "context_servers"}.get(client, "mcpServers")
+    assert list(config) == [table]
+    server = config[table]["codescout"]
+    expected_keys = {"command", "args"}
+    if client == "VS Code":
+        assert server.pop("type") == "stdio"
+    elif client == "GitHub Copilot CLI":
+        assert (server.pop("type"), server.pop("tools")) == ("local", ["*"])
+    elif client == "Cline":
+        assert server.pop("timeout") == 60  # seconds; it also lifts the CLI's 3 s wait for a start
+    assert set(server) == expected_keys
+    return [server["command"], *server["args"]]
 
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_each_client_snippet_parses_and_starts_codescout_mcp(client: str) -> None:
-    language, _, body = client_snippet(client).partition("\n")
-    if language == "json":
-        (server,) = _stdio_servers(json.loads(body))
-        argv = [server["command"], *server["args"]]
-        if server.get("type") is not None:
-            assert server["type"] == "stdio"
-    elif language == "toml":
-        server = tomllib.loads(body)["mcp_servers"]["codescout"]
-        argv = [server["command"], *server["args"]]
-    else:
-        assert language == "sh"
-        words = shlex.split(body)
-        argv = words[words.index("--") + 1 :]
-        assert words[:4] == ["claude", "mcp", "add", "codescout"]
+    language, body = client_snippet(client)
+    expected_language = {"Claude Code": "sh", "Codex CLI": "toml", "Continue": "yaml"}.get(client, "json")
+    assert language == expected_language
     if client == "Docker":
-        assert argv == ["docker", "run", "-i", "--rm", "codescout"]
+        assert snippet_argv(client, language, body) == ["docker", "run", "-i", "--rm", "codescout"]
     else:
-        assert argv == ["uvx", "codescout-mcp"]
+        assert snippet_argv(client, language, body) == ["uvx", "codescout-mcp"]
+
+
+def test_every_client_with_a_bold_heading_in_the_mcp_section_is_parsed() -> None:
+    named = re.findall(r"^\*\*([^*]+)\*\*[ :(,]", section("MCP server"), flags=re.MULTILINE)
+    assert named == [*CLIENTS, "A shared server over HTTP"]
+
+
+def test_the_config_file_table_names_every_host_with_a_file() -> None:
+    table = section("MCP server").split("#### Where each host keeps its configuration")[1].split("####")[0]
+    rows = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    hosts = {row.split(" (")[0] for row in rows[1:]}
+    assert hosts == set(CLIENTS) - {"Docker"}
+    for line in table.splitlines()[2:]:
+        if line.startswith("| "):
+            assert len(line.strip("|").split(" | ")) == 4, line
+
+
+def test_the_timeout_table_names_every_host() -> None:
+    table = section("MCP server").split("#### Start-up timeouts")[1]
+    rows = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    hosts = {host for row in rows[1:] for host in row.split(", ")}
+    assert hosts == set(CLIENTS) - {"Docker"}
 
 
 def test_every_uvx_line_in_the_readme_names_codescout_mcp() -> None:
@@ -131,26 +204,50 @@ def test_vs_code_install_link_carries_the_same_config() -> None:
     assert json.loads(query["config"][0]) == {"type": "stdio", "command": "uvx", "args": ["codescout-mcp"]}
 
 
-def test_remote_snippets_point_at_the_mcp_endpoint() -> None:
+def remote_claude_code_line() -> str:
+    """The README's `claude mcp add --transport http ...` line."""
     text = section("MCP server")
-    remote = json.loads(re.findall(r"```json\n(.*?)```", text, flags=re.DOTALL)[-1])
-    (server,) = _stdio_servers(remote)
+    blocks: list[str] = re.findall(r"```sh\n(.*?)```", text, flags=re.DOTALL)
+    (line,) = [block for block in blocks if "--transport http" in block]
+    return line.strip()
+
+
+def test_remote_snippets_point_at_the_mcp_endpoint() -> None:
+    language, body = client_snippet("A shared server over HTTP")
+    assert language == "json"
+    server = json.loads(body)["servers"]["codescout"]
     assert server["type"] == "http" and server["url"].endswith(":8000/mcp")
-    (line,) = [block for block in re.findall(r"```sh\n(.*?)```", text, flags=re.DOTALL) if "--transport http" in block]
-    words = shlex.split(line)
+    words = shlex.split(remote_claude_code_line())
     assert words[:6] == ["claude", "mcp", "add", "--transport", "http", "codescout"]
     assert words[6].endswith(":8000/mcp")
+    # The shell leaves a single-quoted header alone: Claude Code gets (and stores) the variable.
+    assert words[7:] == ["--header", "Authorization: Bearer ${CODESCOUT_TOKEN}"]
+    assert "'Authorization: Bearer ${CODESCOUT_TOKEN}'" in remote_claude_code_line()
 
 
-def test_workspace_snippets_pass_the_workspace() -> None:
-    text = section("For agents without a shell: `rank_workspace_hits`")
-    configs = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", text, flags=re.DOTALL)]
-    argvs = [[s["command"], *s["args"]] for c in configs for s in _stdio_servers(c)]
-    assert argvs[0] == ["uvx", "codescout-mcp", "--workspace", "${workspaceFolder}"]
-    assert argvs[1] == ["uvx", "codescout-mcp", "--workspace", "/Users/me/src/project"]
-    assert argvs[2][-3:] == ["mcp", "--workspace", "/w"] and "/Users/me/src/project:/w:ro" in argvs[2]
-    (line,) = [b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.DOTALL) if b.startswith("claude")]
-    assert shlex.split(line)[-4:] == ["uvx", "codescout-mcp", "--workspace", "."]
+@pytest.mark.parametrize("client", WORKSPACE_CLIENTS)
+def test_workspace_snippets_pass_the_workspace(client: str) -> None:
+    language, body = workspace_snippet(client)
+    argv = snippet_argv(client, language, body)
+    expected = {
+        "VS Code": ["uvx", "codescout-mcp", "--workspace", "${workspaceFolder}"],
+        "Claude Code": ["uvx", "codescout-mcp", "--workspace", "."],
+        "Claude Desktop": ["uvx", "codescout-mcp", "--workspace", "/Users/me/src/project"],
+        "Codex CLI": ["uvx", "codescout-mcp", "--workspace", "/Users/me/src/project"],
+        "Gemini CLI": ["uvx", "codescout-mcp", "--workspace", "."],
+        "opencode": ["uvx", "codescout-mcp", "--workspace", "."],
+    }
+    if client == "Docker":
+        assert argv[-3:] == ["mcp", "--workspace", "/w"] and "/Users/me/src/project:/w:ro" in argv
+    else:
+        assert argv == expected[client]
+
+
+def test_every_workspace_snippet_is_parsed() -> None:
+    # A paragraph just above a code block names the host (the section's first block, the command
+    # line, follows the opening paragraph and so is not matched).
+    leads = re.findall(r"\n\n((?:[^\n]+\n)+)\n```", section(WORKSPACE_SECTION))
+    assert [lead.split(" (")[0] for lead in leads] == WORKSPACE_CLIENTS
 
 
 def test_readme_lists_exactly_the_protocol_versions_served() -> None:

@@ -429,7 +429,7 @@ def _run_mcp(args: argparse.Namespace) -> int:
         args.parser.error(f"{flag} only applies with --transport {other}")
     workspace = _workspace(args)
 
-    from codescout_mcp.server import configure_logging
+    from codescout_mcp.system import configure_logging
 
     configure_logging(args.log_level)
     if args.transport == "stdio":

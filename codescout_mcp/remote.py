@@ -40,7 +40,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from codescout_mcp.server import BATCH_VERSIONS, SERVED_PROTOCOL_VERSIONS, build_server, served_initialize_params
+from codescout_mcp.protocol import BATCH_VERSIONS, SERVED_PROTOCOL_VERSIONS, served_initialize_params
+from codescout_mcp.server import build_server
 
 logger = logging.getLogger("codescout")
 

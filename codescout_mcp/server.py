@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
-import sys
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -27,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 from codescout_mcp import __version__
 from codescout_mcp.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_DESCRIPTION, TOOL_NAME, TOOL_TITLE
 from codescout_mcp.jsontext import shown
+from codescout_mcp.protocol import DISCOVERED_VERSIONS, INSTRUCTIONS, SERVED_PROTOCOL_VERSIONS, WEBSITE_URL
 from codescout_mcp.results import read_only, tool_error, tool_result
 from codescout_mcp.tool import rank
 
@@ -34,28 +34,6 @@ if TYPE_CHECKING:
     from codescout_mcp.workspace import WorkspaceTool
 
 logger = logging.getLogger("codescout")
-
-# The protocol versions served, all of them fully. 2025-03-26 is the one version whose
-# clients may send JSON-RPC batches; both transports serve batches to it (and only to it).
-# A client asking for a version not listed is offered the newest handshake version.
-HANDSHAKE_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-MODERN_VERSIONS: Final = ("2026-07-28",)
-SERVED_PROTOCOL_VERSIONS: Final = (*HANDSHAKE_VERSIONS, *MODERN_VERSIONS)
-BATCH_VERSIONS: Final = ("2025-03-26",)
-# What `server/discover` names, newest first. The SDK names only the modern versions there;
-# this server also answers the handshake ones, and the discover answer says so.
-DISCOVERED_VERSIONS: Final = tuple(reversed(SERVED_PROTOCOL_VERSIONS))
-
-# The project's homepage, as pyproject.toml's [project.urls] names it (a test holds them equal).
-WEBSITE_URL: Final = "https://github.com/codescout-dev/codescout"
-
-INSTRUCTIONS: Final = (
-    "codescout ranks code-search hits you already have. After a search (ripgrep, grep, an IDE) "
-    "returns many files, call rank_search_results with each file's path, match count and days "
-    "since it last changed, and open the files in the order it returns. It never searches or "
-    "reads files itself."
-)
-
 
 READ_ONLY: Final = read_only(TOOL_TITLE)
 
@@ -92,15 +70,6 @@ TOOLS_LIST_CACHE: Final = CacheHint(ttl_ms=24 * 60 * 60 * 1000, scope="public")
 OFFLOAD_HITS: Final = 5_000
 # rank_workspace_hits answers this many paths on the loop when no git process is needed.
 WORKSPACE_INLINE_HITS: Final = 1_000
-
-
-def served_initialize_params(params: object) -> object:
-    """`initialize` params with an unserved protocol version replaced by the newest served one."""
-    if isinstance(params, dict):
-        requested = params.get("protocolVersion")
-        if isinstance(requested, str) and requested not in HANDSHAKE_VERSIONS:
-            return {**params, "protocolVersion": HANDSHAKE_VERSIONS[-1]}
-    return params
 
 
 def answer(arguments: Mapping[str, Any] | None) -> types.CallToolResult:
@@ -228,10 +197,4 @@ def _discover_every_served_version(server: Server[Any]) -> None:
     server.add_request_handler("server/discover", types.RequestParams, discover)
 
 
-def configure_logging(level: str) -> None:
-    """Log to stderr only: on stdio, stdout carries nothing but JSON-RPC."""
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+__all__ = ["INSTRUCTIONS", "SERVED_PROTOCOL_VERSIONS", "Tools", "build_server"]

@@ -584,3 +584,23 @@ def read_regular(path: str, limit: int) -> bytes | None:
         return None if size > limit else b"".join(chunks)
     finally:
         os.close(fd)
+
+
+# --- the server's log ---------------------------------------------------------------------
+
+
+def configure_logging(level: str) -> None:
+    """Log to stderr only (on stdio, stdout carries nothing but JSON-RPC), always in UTF-8.
+
+    The MCP spec asks for UTF-8 on stderr too; Windows would write the console's code page.
+    A name holding a lone surrogate (a client can send one) is written as its escape
+    instead of failing the log line.
+    """
+    import logging
+
+    stream = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)  # noqa: SIM115
+    logging.basicConfig(
+        stream=stream,
+        level=level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )

@@ -36,6 +36,7 @@ from codescout_mcp.contract import (
 )
 from codescout_mcp.git import GitError
 from codescout_mcp.jsontext import shown
+from codescout_mcp.protocol import CALL_SECONDS
 from codescout_mcp.repository import Checkout, FileFacts, NeedsWork, RepositoryError
 from codescout_mcp.results import read_only, tool_error, tool_result
 from codescout_mcp.system import (
@@ -52,9 +53,6 @@ from codescout_mcp.validate import Checker, InvalidArguments
 logger = logging.getLogger("codescout")
 
 CHECKER: Final = Checker(WORKSPACE_INPUT_SCHEMA)
-
-# How long one call may spend reading the checkout (git included) before it is an error.
-CALL_SECONDS: Final = 120.0
 
 DEFINITION: Final = types.Tool(
     name=WORKSPACE_TOOL_NAME,

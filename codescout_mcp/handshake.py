@@ -29,10 +29,7 @@ if TYPE_CHECKING:
 HERE: Final = os.path.dirname(os.path.abspath(__file__))
 DATA: Final = os.path.join(HERE, "handshake.json")
 # What shapes the answers: the server's definition (names, words, schemas, icons, versions).
-SOURCES: Final = (
-    *("contract.py", "protocol.py", "server.py", "results.py", "workspace.py"),
-    *("icons/codescout.svg", "icons/codescout.png"),
-)
+SOURCES: Final = ("contract.py", "protocol.py", "server.py", "icons/codescout.svg", "icons/codescout.png")
 DISTRIBUTIONS: Final = ("mcp", "mcp_types", "pydantic", "pydantic_core")
 
 

@@ -177,6 +177,7 @@ class RepositoryFacts:
         warn: Warn,
         isolated: bool = False,
         named: str | None = None,
+        seconds: float | None = None,
         system: System = CURRENT,
     ) -> RepositoryFacts:
         """The facts for the work tree around `folder`.
@@ -194,6 +195,7 @@ class RepositoryFacts:
             "--git-common-dir",
             "--show-toplevel",
             check=False,
+            seconds=seconds,
         )
         answers = decode_name(out).split("\n")
         if answers[0] == "true" or (status != 0 and answers[0] == "false"):
@@ -530,6 +532,7 @@ class Checkout:
         warn: Warn,
         isolated: bool = False,
         strict: bool = False,
+        seconds: float | None = None,
     ) -> Checkout:
         """The checkout at --repo (which must be a git work tree), else the one around `cwd`.
 
@@ -547,7 +550,9 @@ class Checkout:
             raise RepositoryError(f"{named}: no such directory")
         options = {"codeowners": codeowners, "warn": warn, "isolated": isolated, "strict": strict}
         try:
-            main = RepositoryFacts.open(where, codeowners=codeowners, warn=warn, isolated=isolated, named=named)
+            main = RepositoryFacts.open(
+                where, codeowners=codeowners, warn=warn, isolated=isolated, named=named, seconds=seconds
+            )
         except NotARepository:
             if repo is not None:
                 raise RepositoryError(f"{named}: not a git repository") from None
@@ -614,7 +619,7 @@ class Checkout:
         groups: dict[RepositoryFacts, dict[str, str]] = {}
         holders: dict[str, RepositoryFacts] = {}  # folder -> the facts for files in it
         for path in dict.fromkeys(paths):
-            facts = self._holder(os.path.dirname(path), holders, offline)
+            facts = self._holder(os.path.dirname(path), holders, offline, deadline)
             name = relative_inside(path, str(facts.base), self.system)
             if name is None and facts.in_git:
                 name = same_folder_inside(path, str(facts.base), self._identities)
@@ -634,7 +639,9 @@ class Checkout:
         self.notes = notes
         return answers
 
-    def _holder(self, folder: str, holders: dict[str, RepositoryFacts], offline: bool) -> RepositoryFacts:
+    def _holder(
+        self, folder: str, holders: dict[str, RepositoryFacts], offline: bool, deadline: float | None
+    ) -> RepositoryFacts:
         """The facts for files in `folder`: those of the innermost repository around it."""
         if folder in holders:
             return holders[folder]
@@ -648,7 +655,7 @@ class Checkout:
             if candidate in self._repositories:
                 found = self._repositories[candidate]
             elif os.path.lexists(os.path.join(candidate, ".git")):
-                found = self._open_inner(candidate, offline)
+                found = self._open_inner(candidate, offline, deadline)
             if found is not None:
                 break
         holder = found if found is not None else self._plain
@@ -656,13 +663,16 @@ class Checkout:
             holders[candidate] = holder
         return holder
 
-    def _open_inner(self, folder: str, offline: bool) -> RepositoryFacts | None:
+    def _open_inner(self, folder: str, offline: bool, deadline: float | None) -> RepositoryFacts | None:
         """The repository whose work tree holds `folder` (a submodule, a nested or sibling one)."""
         if offline:
             raise NeedsWork
         facts: RepositoryFacts | None
+        seconds = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
-            facts = RepositoryFacts.open(Path(folder), codeowners=self.dialect, warn=self.warn, isolated=True)
+            facts = RepositoryFacts.open(
+                Path(folder), codeowners=self.dialect, warn=self.warn, isolated=True, seconds=seconds
+            )
         except (NotARepository, RepositoryError):  # a .git git will not take (a bare one, a stray file)
             facts = None
         except GitError as error:

@@ -183,7 +183,7 @@ class _Relay:
         self.outstanding = _Outstanding()
         self._ids = itertools.count(1)
         self._early: dict[int, bytes] = {}  # the session's id -> the answer already sent
-        self._initialize: set[int] = set()
+        self._initialize: dict[int, anyio.Event] = {}  # initialize requests the SDK has yet to answer
         self._batches: dict[int, _Batch] = {}
         self._mismatch_told = False
 
@@ -341,12 +341,20 @@ class _Relay:
             if batch is not None:
                 self._batches[internal] = batch
             elif message.method == "initialize":
-                self._initialize.add(internal)
+                self._initialize[internal] = anyio.Event()
             if early is not None:
                 self._early[internal] = early
+            handshake = self._initialize.get(internal) if early is None else None
             message = message.model_copy(update={"id": internal})
             metadata = ServerMessageMetadata(on_request_unanswered=self._settled(internal))
-        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            await to_server.send(SessionMessage(message, metadata=metadata))
+            if handshake is not None:
+                # What follows depends on the version it settles (a batch may be one only at
+                # 2025-03-26); the SDK reads nothing else until it has answered, either.
+                with anyio.move_on_after(DRAIN_SECONDS):
+                    await handshake.wait()
+            return
+        if isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
             pointed = self._cancellation(message)
             if pointed is None:
                 return
@@ -365,7 +373,9 @@ class _Relay:
     def _settled(self, internal: int) -> Callable[[], Awaitable[None]]:
         async def settled() -> None:  # the SDK calls this when it will never answer the request
             self._early.pop(internal, None)
-            self._initialize.discard(internal)
+            handshake = self._initialize.pop(internal, None)
+            if handshake is not None:
+                handshake.set()
             batch = self._batches.pop(internal, None)
             if batch is not None:
                 batch.answer(internal, None)
@@ -430,8 +440,9 @@ class _Relay:
                     continue
                 reply = _dumped(message)
                 reply["id"] = client_id
-                if internal in self._initialize:
-                    self._initialize.discard(internal)
+                handshake = self._initialize.pop(internal, None)
+                if handshake is not None:
+                    handshake.set()
                     version = (
                         message.result.get("protocolVersion") if isinstance(message, types.JSONRPCResponse) else None
                     )

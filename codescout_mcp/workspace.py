@@ -137,7 +137,9 @@ class WorkspaceTool:
         if self._checkout is None or (self._checkout.main is None and entries != self._git_entries):
             if offline:
                 raise NeedsWork
-            self._checkout = Checkout.open(None, cwd=self.root, warn=self._warn, isolated=True, strict=True)
+            self._checkout = Checkout.open(
+                None, cwd=self.root, warn=self._warn, isolated=True, strict=True, seconds=CALL_SECONDS
+            )
             self._git_entries = entries
         return self._checkout
 

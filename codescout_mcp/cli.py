@@ -11,11 +11,12 @@ standard streams are in: closed, full, or a pipe whose reader went away.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
 from codescout_mcp import __version__
-from codescout_mcp.jsontext import JsonTextError, parse_json, shown
+from codescout_mcp.jsontext import JsonTextError, decode_utf8, parse_json_text, shown
 from codescout_mcp.tool import rank
 from codescout_mcp.validate import InvalidArguments
 
@@ -80,31 +81,62 @@ def write_stdout(data: bytes) -> None:
     """All of `data` to stdout, or CliError / _ReaderGone: a short write never passes as done."""
     if 1 in _closed:
         raise CliError("cannot write the output: stdout is closed")
+    if os.name == "nt":  # pragma: no cover - Windows: a console takes text, not UTF-8 bytes
+        from codescout_mcp.system import is_console, write_console
+
+        if is_console(1):
+            write_console(data)
+            return
     view = memoryview(data)
     while view:
         try:
             written = os.write(1, view)
-        except BrokenPipeError:
-            raise _ReaderGone from None
         except OSError as error:
+            from codescout_mcp.system import CURRENT
+
+            if error.errno in CURRENT.broken_pipe_errnos:  # EPIPE; on Windows also EINVAL
+                raise _ReaderGone from None
             raise CliError(f"cannot write to stdout: {error.strerror or error}") from None
         view = view[written:]
 
 
-def read_input(name: str, source: str) -> bytes:
-    """The whole of a file, or of stdin for `-`; CliError naming `source` (made one line) if not."""
+DEFAULT_MAX_INPUT_BYTES = 256 << 20
+
+
+def read_input(name: str, source: str, limit: int = DEFAULT_MAX_INPUT_BYTES) -> bytes:
+    """The whole of a file, or of stdin for `-`, up to `limit` bytes; CliError naming `source`
+    (made one line) if it cannot be read or holds more (an endless source like /dev/zero too)."""
     if name == "-" and 0 in _closed:
         raise CliError("cannot read stdin: it is closed")
     try:
         if name == "-":
-            chunks = []
-            while chunk := os.read(0, 1 << 20):
-                chunks.append(chunk)
-            return b"".join(chunks)
-        with open(name, "rb") as handle:
-            return handle.read()
+            return _read_bounded(0, source, limit)
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:
+            return _read_bounded(fd, source, limit)
+        finally:
+            os.close(fd)
     except OSError as error:
         raise CliError(f"cannot read {source}: {error.strerror or error}") from None
+    except MemoryError:
+        raise CliError(f"not enough memory to read {source}") from None
+
+
+def _read_bounded(fd: int, source: str, limit: int) -> bytes:
+    status = os.fstat(fd)
+    if status.st_size > limit:  # a regular file says its size: refused before a byte is read
+        raise CliError(f"{source} holds more than {limit} bytes, more than --max-input-bytes allows")
+    chunks = []
+    size = 0
+    # A regular file in one read (then no copy joins its parts); anything else in pieces.
+    want = status.st_size + 1 if status.st_size and (status.st_mode & 0o170000) == 0o100000 else 1 << 20
+    while chunk := os.read(fd, want):
+        size += len(chunk)
+        if size > limit:
+            raise CliError(f"{source} holds more than {limit} bytes, more than --max-input-bytes allows")
+        chunks.append(chunk)
+        want = 1 << 20
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -152,6 +184,7 @@ def _parser(prog: str = "codescout") -> argparse.ArgumentParser:
         "2 usage error.",
     )
     rank_cmd.add_argument("--input", "-i", required=True, metavar="FILE", help="the arguments file; - reads stdin")
+    add_input_limit(rank_cmd)
     rank_cmd.set_defaults(run=_run_rank)
 
     mcp_cmd = commands.add_parser(
@@ -174,6 +207,7 @@ def _parser(prog: str = "codescout") -> argparse.ArgumentParser:
     hits_cmd.add_argument(
         "--from", dest="source", metavar="FILE", help="read ripgrep's output from FILE (default stdin)"
     )
+    add_input_limit(hits_cmd)
     hits_cmd.add_argument(
         "--repo", metavar="DIR", help="the git repository (default: the one around the current directory)"
     )
@@ -188,6 +222,16 @@ def _parser(prog: str = "codescout") -> argparse.ArgumentParser:
     )
     hits_cmd.set_defaults(run=_run_hits, parser=hits_cmd)
     return parser
+
+
+def add_input_limit(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--max-input-bytes",
+        type=_positive,
+        default=DEFAULT_MAX_INPUT_BYTES,
+        metavar="N",
+        help=f"largest input read; a larger one is an error (default {DEFAULT_MAX_INPUT_BYTES}, 256 MiB)",
+    )
 
 
 def add_mcp_options(mcp_cmd: argparse.ArgumentParser) -> None:
@@ -261,8 +305,20 @@ def add_mcp_options(mcp_cmd: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status."""
-    return _guarded(lambda: _main(_parser(), argv))
+    """Run the command line; return the exit status (as the `codescout` command, exit with it)."""
+    status = _guarded(lambda: _main(_parser(), argv))
+    if argv is None:
+        _leave(status)
+    return status
+
+
+def _leave(status: int) -> NoReturn:
+    """End the command now: everything is written (unbuffered), and tearing down what it read
+    (a million hits are a million objects to free one by one) would only delay the exit."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(status)
 
 
 def mcp_main(argv: Sequence[str] | None = None) -> int:
@@ -310,6 +366,9 @@ def _guarded(run: Any) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except MemoryError:  # an input under --max-input-bytes can still be more than a memory cap allows
+        _fail("not enough memory for this input")
+        return EXIT_ERROR
     return status
 
 
@@ -322,14 +381,26 @@ def _main(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
 
 
 def _run_rank(args: argparse.Namespace) -> int:
+    import gc
+
+    # A short-lived process that builds one large tree of objects and frees it at exit:
+    # the collector would only walk it again and again (a third of the parse's time).
+    gc.disable()
     source = "stdin" if args.input == "-" else shown(args.input)
     try:
-        arguments = parse_json(read_input(args.input, source), source)
+        arguments = _parsed(args.input, source, args.max_input_bytes)
         result = rank(arguments)
     except (JsonTextError, InvalidArguments) as error:
         raise CliError(str(error)) from None
     write_stdout(render_json(result))
     return EXIT_OK
+
+
+def _parsed(name: str, source: str, limit: int) -> Any:
+    """The input's JSON value; its bytes are freed once decoded, its text once parsed, so the
+    peak is that of the text and the value together, as for `json.load`."""
+    text = decode_utf8(read_input(name, source, limit), source)
+    return parse_json_text(text, source)
 
 
 def render_json(value: dict[str, Any]) -> bytes:
@@ -397,14 +468,15 @@ def _timestamp(text: str) -> float:
 
 def _run_hits(args: argparse.Namespace) -> int:
     from codescout_mcp.hits import HitsError, hits_arguments
+    from codescout_mcp.system import is_console
 
-    if args.source is None and 0 not in _closed and os.isatty(0):
+    if args.source is None and 0 not in _closed and is_console(0):
         args.parser.error("pipe ripgrep's output in (rg --json PATTERN | codescout hits) or use --from FILE")
     name = args.source or "-"
     source = "stdin" if name == "-" else shown(name)
     try:
         arguments = hits_arguments(
-            read_input(name, source),
+            read_input(name, source, args.max_input_bytes),
             source,
             repo=args.repo,
             codeowners=args.codeowners,

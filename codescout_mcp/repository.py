@@ -71,7 +71,7 @@ def whole_days(now: float, then: float) -> int:
     return max(0, math.floor((now - then) / SECONDS_PER_DAY))
 
 
-def log_entries(stream: Any) -> Iterator[tuple[int, bytes, str]]:
+def log_entries(stream: Any, system: System = CURRENT) -> Iterator[tuple[int, bytes, str]]:
     """(commit time, commit id, path) from `git log -z --format=%x00%ct %H --name-only`.
 
     Each commit reads NUL, its time and id, NUL, then (after a newline) its paths, each
@@ -98,7 +98,7 @@ def log_entries(stream: Any) -> Iterator[tuple[int, bytes, str]]:
                     field = field.removeprefix(b"\n")
                     first_path = False
                 if field:
-                    yield when, commit, decode_name(field)
+                    yield when, commit, decode_name(field, system)
 
 
 def _stat_signature(path: Path) -> tuple[int, int, int] | None:
@@ -197,7 +197,7 @@ class RepositoryFacts:
             check=False,
             seconds=seconds,
         )
-        answers = decode_name(out).split("\n")
+        answers = decode_name(out, system).split("\n")
         if answers[0] == "true" or (status != 0 and answers[0] == "false"):
             where = named or shown(str(folder))
             raise RepositoryError(f"{where}: a bare git repository (or a .git folder) has no work tree; use a checkout")
@@ -341,7 +341,7 @@ class RepositoryFacts:
         assert self.git is not None
         if self._index is None:
             _, out, _ = self.git.run("ls-files", "-z", "--cached", "--full-name", seconds=self._seconds_left())
-            self._index = {decode_name(field) for field in out.split(b"\0") if field}
+            self._index = {decode_name(field, self.system) for field in out.split(b"\0") if field}
             self._folded_index = None
         return self._index
 
@@ -407,7 +407,7 @@ class RepositoryFacts:
             _, out, _ = self.git.run(*args, "--", *chunk, extra=filters, seconds=self._seconds_left())
             for field in out.split(b"\0"):
                 if len(field) >= 4 and field[:2] not in (b"??", b"!!"):
-                    changed.add(decode_name(field[3:]))
+                    changed.add(decode_name(field[3:], self.system))
         return changed
 
     def _commit_times(self, names: list[str], offline: bool) -> dict[str, int]:
@@ -430,7 +430,7 @@ class RepositoryFacts:
             *("-z", "--format=%x00%ct %H", "--name-only", "HEAD", "--"),
         )
         with self.git.stream(*args, seconds=self._seconds_left()) as out:
-            for when, commit, name in log_entries(out):
+            for when, commit, name in log_entries(out, self.system):
                 if name not in found:
                     found[name] = when
                     if commit in boundary:

@@ -586,6 +586,43 @@ def read_regular(path: str, limit: int) -> bytes | None:
         os.close(fd)
 
 
+# --- consoles -------------------------------------------------------------------------------
+
+
+def is_console(fd: int, system: System = CURRENT, console_mode: Callable[[int], bool] | None = None) -> bool:
+    """Whether `fd` is an interactive console (a person typing, a screen to write to).
+
+    On Windows `isatty` is also true of the NUL device (`< NUL`), which is no console:
+    only a handle GetConsoleMode accepts is one (`console_mode`, for the tests).
+    """
+    if not os.isatty(fd):
+        return False
+    if not system.windows:
+        return True
+    if console_mode is None:  # pragma: no cover - Windows only
+        console_mode = _windows_console_mode
+    return console_mode(fd)
+
+
+def _windows_console_mode(fd: int) -> bool:  # pragma: no cover - Windows only
+    import ctypes
+    import msvcrt
+
+    mode = ctypes.c_uint32()
+    handle = msvcrt.get_osfhandle(fd)  # type: ignore[attr-defined, unused-ignore]
+    kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined, unused-ignore]
+    return bool(kernel32.GetConsoleMode(ctypes.c_void_p(handle), ctypes.byref(mode)))
+
+
+def write_console(data: bytes) -> None:  # pragma: no cover - Windows only
+    """UTF-8 output written to a Windows console as text, through Python's console writer
+    (os.write would put the UTF-8 bytes on screen as code-page characters)."""
+    import sys
+
+    sys.stdout.write(data.decode("utf-8"))
+    sys.stdout.flush()
+
+
 # --- the server's log ---------------------------------------------------------------------
 
 

@@ -316,3 +316,39 @@ def test_error_path_imports_jsonschema_but_not_the_mcp_sdk(tmp_path: Path) -> No
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
     assert done.stderr.splitlines()[-1] == "1 [] True"
+
+
+# --- inputs without end, and inputs larger than memory ---------------------------------------------
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="/dev/zero is POSIX-only")
+@pytest.mark.parametrize("argv", [["rank", "--input", "/dev/zero"], ["hits", "--from", "/dev/zero"]])
+def test_an_endless_input_is_one_line_at_the_size_limit(argv: list[str]) -> None:
+    done = run_cli(*argv, "--max-input-bytes", str(8 << 20), timeout=30)
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert done.stderr == (b"codescout: /dev/zero holds more than 8388608 bytes, more than --max-input-bytes allows\n")
+
+
+def test_a_file_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = write(tmp_path, json.dumps({"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}] * 50}))
+    done = run_cli("rank", "--input", path, "--max-input-bytes", "1000")
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert done.stderr.decode() == f"codescout: {path} holds more than 1000 bytes, more than --max-input-bytes allows\n"
+    assert run_cli("rank", "--input", path, "--max-input-bytes", "0").returncode == 2  # not a positive size
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="resource limits are POSIX-only")
+def test_an_input_larger_than_memory_allows_is_one_line(tmp_path: Path) -> None:
+    import resource
+
+    hits = [{"path": f"src/f{i}.py", "matches": 1 + i % 9, "last_modified_days": i % 99} for i in range(600_000)]
+    path = write(tmp_path, json.dumps({"hits": hits}))
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (160 << 20, 160 << 20))
+
+    done = subprocess.run(
+        [codescout_exe(), "rank", "--input", path], capture_output=True, preexec_fn=cap, timeout=120, check=False
+    )
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert done.stderr == b"codescout: not enough memory for this input\n"

@@ -1,0 +1,361 @@
+"""Windows and macOS rules, run on Linux by passing their flavour (as CPython tests PureWindowsPath).
+
+What a parameter cannot give (a real case-insensitive file system, an event loop without
+signal handlers) is mounted or simulated elsewhere: tests/test_casefold.py, test_stdio_start.py.
+Here: path containment and relative forms, names git and ripgrep print as bytes, file times,
+command-line lengths, child-process flags, consoles and broken pipes, and the same rules
+followed through RepositoryFacts, `codescout hits` and the CLI's writer.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codescout_mcp import cli, system
+from codescout_mcp.repository import RepositoryFacts, _chunks
+from codescout_mcp.ripgrep import read_match_counts
+from codescout_mcp.system import (
+    LINUX,
+    MACOS,
+    WINDOWS,
+    ancestors,
+    changed_ns,
+    child_options,
+    decode_name,
+    is_console,
+    name_problem,
+    read_regular,
+    relative_inside,
+    relative_to,
+    resolved_folder,
+    system_for,
+)
+from tests.gitrepo import NOW, NOW_SECONDS, Repo, env_for, run
+from tests.helpers import codescout_exe
+
+
+def test_the_running_system_is_known() -> None:
+    assert system_for("win32") is WINDOWS and system_for("darwin") is MACOS and system_for("linux") is LINUX
+    assert system_for("freebsd14") is LINUX  # any other POSIX system follows the POSIX rules
+
+
+# --- where a path is (item 2, 3, 4) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "root", "inside"),
+    [
+        ("C:\\Work\\repo\\src\\a.py", "C:\\Work\\repo", "src/a.py"),  # always / between parts
+        ("c:\\work\\REPO\\src\\a.py", "C:\\Work\\repo", "src/a.py"),  # a lower-case drive, another case
+        ("C:/Work/repo/src/a.py", "C:\\Work\\repo", "src/a.py"),  # forward slashes
+        ("C:\\Work\\repo", "C:\\Work\\repo\\", ""),  # the root itself
+        ("C:\\Work\\repository\\a.py", "C:\\Work\\repo", None),  # a longer name is another folder
+        ("D:\\Work\\repo\\a.py", "C:\\Work\\repo", None),  # another drive
+        ("\\\\server\\share\\repo\\a.py", "\\\\SERVER\\share\\repo", "a.py"),  # a UNC path
+    ],
+)
+def test_containment_by_windows_rules(path: str, root: str, inside: str | None) -> None:
+    assert relative_inside(path, root, WINDOWS) == inside
+
+
+@pytest.mark.parametrize(
+    ("path", "root", "inside"),
+    [
+        ("/w/repo/src/a.py", "/w/repo", "src/a.py"),
+        ("/w/repo", "/w/repo/", ""),
+        ("/w/repository/a.py", "/w/repo", None),
+        ("/w/Repo/a.py", "/w/repo", None),  # by spelling, another folder (identity is asked separately)
+        ("/", "/", ""),
+        ("/etc/hosts", "/", "etc/hosts"),
+    ],
+)
+def test_containment_by_posix_rules(path: str, root: str, inside: str | None) -> None:
+    assert relative_inside(path, root, LINUX) == inside == relative_inside(path, root, MACOS)
+
+
+def test_relative_forms_never_raise_across_drives() -> None:
+    assert relative_to("C:\\w\\repo\\a.py", "C:\\w\\repo", WINDOWS) == "a.py"
+    assert relative_to("C:\\w\\other\\a.py", "C:\\w\\repo", WINDOWS) == "../other/a.py"
+    # relpath raises ValueError across drives (and between a drive and a share): the path is whole.
+    assert relative_to("D:\\data\\a.py", "C:\\w\\repo", WINDOWS) == "D:/data/a.py"
+    assert relative_to("\\\\host\\share\\a.py", "C:\\w\\repo", WINDOWS) == "//host/share/a.py"
+    assert relative_to("/w/repo", "/w/repo", LINUX) == "."
+    assert relative_to("/w/elsewhere/a.py", "/w/repo", LINUX) == "../elsewhere/a.py"
+
+
+def test_the_folders_around_a_path_end_at_its_drive_or_share() -> None:
+    assert ancestors("C:\\a\\b\\c.txt", WINDOWS) == ["C:\\a\\b", "C:\\a", "C:\\"]
+    assert ancestors("\\\\host\\share\\d\\f.txt", WINDOWS) == ["\\\\host\\share\\d", "\\\\host\\share\\"]
+    assert ancestors("/a/b/c.txt", LINUX) == ["/a/b", "/a", "/"]
+
+
+def test_a_path_a_thousand_folders_deep_is_resolved_without_recursion(tmp_path: Path) -> None:
+    deep = str(tmp_path) + "/d" * 3000  # never created: resolving needs only the links on the way
+    (tmp_path / "link").symlink_to(tmp_path)
+    assert resolved_folder(deep, {}) == deep
+    assert resolved_folder(str(tmp_path / "link") + "/x/..", {}) == str(tmp_path)
+
+
+# --- names printed as bytes (item 6) -----------------------------------------------------------------------
+
+
+def test_names_that_are_not_utf8_decode_by_each_systems_rules() -> None:
+    assert decode_name(b"caf\xe9.txt", LINUX) == "caf\udce9.txt"  # surrogateescape: the same bytes back
+    assert os.fsencode(decode_name(b"caf\xe9.txt", LINUX)) == b"caf\xe9.txt"
+    # Windows: its file-system codec is surrogatepass, which raises here; an unpaired surrogate in
+    # a name (WTF-8 from git for Windows) is still read back as that surrogate.
+    with pytest.raises(UnicodeDecodeError):
+        b"caf\xe9.txt".decode("utf-8", "surrogatepass")
+    assert decode_name(b"caf\xe9.txt", WINDOWS) == "caf\udce9.txt"
+    assert decode_name(b"a\xed\xa0\x80b", WINDOWS) == "a\ud800b"
+    assert decode_name("é".encode(), WINDOWS) == "é"
+
+
+def windows_fsdecode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """os.fsdecode as Windows has it: UTF-8 with surrogatepass, which fails on bytes that are not UTF-8."""
+    real = os.fsdecode
+    monkeypatch.setattr(
+        os, "fsdecode", lambda data: real(data) if isinstance(data, str) else data.decode("utf-8", "surrogatepass")
+    )
+
+
+def test_ripgreps_paths_that_are_not_utf8_never_stop_the_rest_on_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    import base64
+
+    windows_fsdecode(monkeypatch)
+    event = (
+        b'{"type":"match","data":{"path":{"bytes":"' + base64.b64encode(b"caf\xe9.py") + b'"},"submatches":[{}]}}\n'
+        b'{"type":"match","data":{"path":{"text":"b.py"},"submatches":[{}]}}\n'
+    )
+    assert read_match_counts(event, "stdin", WINDOWS) == {"caf\udce9.py": 1, "b.py": 1}
+    assert read_match_counts(b"caf\xe9.py:2\nb.py:1\n", "stdin", WINDOWS) == {"caf\udce9.py": 2, "b.py": 1}
+
+
+def test_gits_names_that_are_not_utf8_never_break_a_repository_on_windows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r = Repo(tmp_path / "r")
+    (r.root / os.fsdecode(b"caf\xe9.txt")).write_text("x\n", encoding="utf-8")
+    r.write("plain.txt", "x\n")
+    r.git("add", "--", os.fsdecode(b"caf\xe9.txt"), "plain.txt")
+    r.commit("2026-01-01T00:00:00Z")
+    windows_fsdecode(monkeypatch)
+    facts = RepositoryFacts.open(r.root, warn=lambda _: None, isolated=True, system=WINDOWS)
+    facts.refresh()
+    described = facts.describe(["plain.txt", "caf\udce9.txt"], NOW_SECONDS)
+    assert {name: getattr(fact, "days", None) for name, fact in described.items()} == {
+        "plain.txt": 59,
+        "caf\udce9.txt": 59,
+    }
+
+
+# --- file times (item 5) ------------------------------------------------------------------------------------
+
+
+def stat_with(status: os.stat_result, **changes: int) -> os.stat_result:
+    fields = list(status)
+    extra = {name: getattr(status, name) for name in ("st_atime_ns", "st_mtime_ns", "st_ctime_ns")}
+    extra.update(changes)
+    return os.stat_result(
+        (*fields[:7], extra["st_atime_ns"] / 1e9, extra["st_mtime_ns"] / 1e9, extra["st_ctime_ns"] / 1e9), extra
+    )
+
+
+def test_what_a_file_time_says_of_a_change_by_each_systems_rules(tmp_path: Path) -> None:
+    target = tmp_path / "a.txt"
+    target.write_text("x", encoding="utf-8")
+    base = os.stat(target)
+    created, edited = 1_000_000_000_000_000_000, 1_700_000_000_000_000_000
+    as_windows_sees_it = stat_with(base, st_mtime_ns=edited, st_ctime_ns=created)  # ctime: the creation
+    assert changed_ns(as_windows_sees_it, WINDOWS) == edited
+    assert changed_ns(stat_with(base, st_mtime_ns=created, st_ctime_ns=edited), LINUX) == edited
+    assert changed_ns(stat_with(base, st_mtime_ns=edited, st_ctime_ns=created), LINUX) == edited  # mtime set ahead
+
+
+def test_an_edit_is_seen_where_st_ctime_is_the_creation_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows: an edit leaves st_ctime (the creation time) alone; the next call must still see it."""
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "1\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    time.sleep(1.1)
+    created = os.stat(r.root / "a.txt").st_ctime_ns
+    real_stat = os.stat
+
+    def windows_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        status = real_stat(path, *args, **kwargs)
+        if str(path).startswith(str(r.root)) and not str(path).startswith(str(r.root / ".git")):
+            return stat_with(status, st_ctime_ns=created)
+        return status
+
+    monkeypatch.setattr(os, "stat", windows_stat)
+    facts = RepositoryFacts.open(r.root, warn=lambda _: None, isolated=True, system=WINDOWS)
+
+    def days() -> int:
+        facts.refresh()
+        fact = facts.describe(["a.txt"], NOW_SECONDS)["a.txt"]
+        assert not isinstance(fact, OSError)
+        return fact.days
+
+    assert days() == 59
+    r.write("a.txt", "2\n")  # edited: a new mtime, the same creation time
+    assert days() == 0
+
+
+# --- names no file can have ---------------------------------------------------------------------------------
+
+
+def test_names_no_file_can_have() -> None:
+    assert name_problem("a\0b") == "holds a NUL character, which no file name can"
+    assert name_problem("a\ud800") == "holds an unpaired surrogate, which no file name here can"
+    assert name_problem("caf\udce9") is None  # an escaped byte is a POSIX name
+    assert name_problem("plain/name.txt") is None
+
+
+# --- child processes (item 10) ------------------------------------------------------------------------------
+
+
+def test_long_path_lists_are_split_to_fit_the_command_line() -> None:
+    names = [f"src/module_{i:04d}/file.py" for i in range(5000)]
+    runs = _chunks(names, WINDOWS.command_line_limit)
+    assert [name for run in runs for name in run] == names
+    assert len(runs) > 1
+    assert all(sum(len(name) + 3 for name in run) <= WINDOWS.command_line_limit for run in runs)
+    assert _chunks(names, LINUX.command_line_limit) == [names]
+
+
+def test_a_repository_asked_about_more_paths_than_a_command_line_holds(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "r")
+    names = [f"n{i:03d}.txt" for i in range(60)]
+    for name in names:
+        r.write(name, "1\n")
+    r.commit("2026-01-01T00:00:00Z", *names)
+    time.sleep(1.1)
+    tiny = system.System(
+        **{slot: getattr(LINUX, slot) for slot in system.System.__slots__ if slot != "command_line_limit"},
+        command_line_limit=40,
+    )
+    facts = RepositoryFacts.open(r.root, warn=lambda _: None, isolated=True, system=tiny)
+    facts.refresh()
+    assert {getattr(f, "days", None) for f in facts.describe(names, NOW_SECONDS).values()} == {59}
+    for name in names[::2]:
+        r.write(name, "2\n")  # changed after the first status read: asked about again, in short runs
+    facts.refresh()
+    days = {name: getattr(fact, "days", None) for name, fact in facts.describe(names, NOW_SECONDS).items()}
+    assert days == {name: 0 if index % 2 == 0 else 59 for index, name in enumerate(names)}
+
+
+def test_children_get_a_group_of_their_own_and_no_window() -> None:
+    assert child_options(LINUX) == {"start_new_session": True}
+    flags = child_options(WINDOWS)["creationflags"]
+    assert flags & 0x08000000 and flags & 0x00000200  # CREATE_NO_WINDOW, CREATE_NEW_PROCESS_GROUP
+
+
+# --- git found, or said to be missing (item 8) --------------------------------------------------------------
+
+
+def shim(folder: Path, script: str) -> dict[str, str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "git").write_text(f"#!/bin/sh\n{script}\n", encoding="utf-8")
+    (folder / "git").chmod(0o755)
+    env = env_for()
+    env["PATH"] = f"{folder}{os.pathsep}{env['PATH']}"
+    return env
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands in for git")
+def test_macos_gits_stand_in_without_the_command_line_tools_is_named(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "x\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    env = shim(
+        tmp_path / "shim",
+        "echo 'xcrun: error: invalid active developer path (/Library/Developer/CommandLineTools), missing xcrun at: "
+        "/Library/Developer/CommandLineTools/usr/bin/xcrun' >&2\nexit 1",
+    )
+    done = run([codescout_exe(), "hits", "--now", NOW, "--repo", str(r.root)], tmp_path, stdin=b"r/a.txt:1\n", env=env)
+    assert (done.returncode, done.stdout) == (1, b"")
+    said = done.stderr.decode()
+    assert said.startswith("codescout: git cannot run: xcrun: error: invalid active developer path")
+    assert "xcode-select --install" in said and said.count("\n") == 1
+
+
+def test_git_missing_is_said_once(tmp_path: Path) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "a.txt").write_text("x", encoding="utf-8")
+    no_git = env_for(PATH=str(Path(codescout_exe()).parent))
+    done = run([codescout_exe(), "hits", "--now", NOW], folder, stdin=b"a.txt:1\n", env=no_git)
+    assert done.returncode == 0
+    assert done.stderr == (
+        b"codescout: warning: git is not installed; ages come from file modification times and there are no owners\n"
+    )
+
+
+# --- files codescout reads itself ---------------------------------------------------------------------------
+
+
+def test_only_regular_files_are_read_and_only_so_far(tmp_path: Path) -> None:
+    small = tmp_path / "small"
+    small.write_bytes(b"abc")
+    assert read_regular(str(small), 3) == b"abc"
+    assert read_regular(str(small), 2) is None
+    with pytest.raises(system.NotRegular, match="a directory"):
+        read_regular(str(tmp_path), 10)
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "fifo")
+        with pytest.raises(system.NotRegular, match="a FIFO"):
+            read_regular(str(tmp_path / "fifo"), 10)  # opened without waiting for a writer
+
+
+# --- consoles and pipes (item 11) ---------------------------------------------------------------------------
+
+
+def test_the_nul_device_is_no_console_on_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "isatty", lambda fd: True)  # as Windows says of NUL
+    assert is_console(0, WINDOWS, console_mode=lambda fd: False) is False
+    assert is_console(0, WINDOWS, console_mode=lambda fd: True) is True
+    assert is_console(0, LINUX) is True
+
+
+def test_a_reader_gone_on_windows_is_einval_and_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(fd: int, data: object) -> int:
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    monkeypatch.setattr(os, "write", refused)
+    monkeypatch.setattr(system, "CURRENT", WINDOWS)
+    with pytest.raises(cli._ReaderGone):
+        cli.write_stdout(b"x")
+    monkeypatch.setattr(system, "CURRENT", LINUX)
+    with pytest.raises(cli.CliError, match="cannot write to stdout: Invalid argument"):
+        cli.write_stdout(b"x")
+
+
+def test_reuse_address_follows_the_system() -> None:
+    assert WINDOWS.reuse_address_shares_port and not LINUX.reuse_address_shares_port
+    assert not MACOS.reuse_address_shares_port
+
+
+def test_the_log_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    probe = (
+        "import logging\n"
+        "from codescout_mcp.system import configure_logging\n"
+        "configure_logging('warning')\n"
+        "logging.getLogger('codescout').warning('caf\\u00e9 \\ud800 done')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        env={**os.environ, "PYTHONIOENCODING": "latin-1", "LC_ALL": "C"},
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert done.stderr.endswith("café \\ud800 done\n".encode())

@@ -111,6 +111,95 @@ def bench_many_hits(count: int, rounds: int, workdir: Path) -> bool:
     return ok
 
 
+# --- the stdio server's start: what a host waits for ------------------------------------------------
+
+TIME_SERVER = "mcp-server-time==2026.10.19"  # an official reference server, for comparison
+
+
+def reference_server() -> str:
+    """`mcp-server-time`, installed once into the checkout's .cache/ (its own venv, pinned)."""
+    home = ROOT / ".cache" / "bench" / TIME_SERVER.replace("==", "-")
+    exe = home / "bin" / "mcp-server-time"
+    if not exe.exists():
+        subprocess.run([PYTHON, "-m", "venv", "--clear", str(home)], check=True)
+        subprocess.run([str(home / "bin" / "pip"), "install", "-q", TIME_SERVER], check=True)
+    return str(exe)
+
+
+_INITIALIZE = (
+    json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "b", "version": "0"},
+            },
+        }
+    )
+    + "\n"
+).encode()
+_TOOLS_LIST = b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}\n'
+
+
+def spawn_to_handshake(argv: list[str]) -> tuple[float, float]:
+    """Seconds from spawning a stdio server to its answers to `initialize` and to `tools/list`."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(_INITIALIZE)
+    proc.stdin.flush()
+    proc.stdout.readline()
+    initialized = time.perf_counter() - start
+    proc.stdin.write(_TOOLS_LIST)
+    proc.stdin.flush()
+    proc.stdout.readline()
+    listed = time.perf_counter() - start
+    proc.stdin.close()
+    proc.wait()
+    return initialized, listed
+
+
+def spawn_to_exit(argv: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, check=True)
+    return time.perf_counter() - start
+
+
+def bench_stdio_start(rounds: int) -> bool:
+    """Spawn to the `initialize` answer: codescout-mcp against `python -c 'import json'` (a bare
+    interpreter's whole run) and against mcp-server-time's answer, in turns; absolute target 250 ms."""
+    reference = reference_server()
+    ours: list[float] = []
+    listed: list[float] = []
+    floor: list[float] = []
+    theirs: list[float] = []
+    for _ in range(rounds):
+        floor.append(spawn_to_exit([PYTHON, "-c", "import json"]))
+        initialized, tools = spawn_to_handshake([str(Path(PYTHON).parent / "codescout-mcp")])
+        ours.append(initialized)
+        listed.append(tools)
+        theirs.append(spawn_to_handshake([reference])[0])
+    mine, base, other = statistics.median(ours), statistics.median(floor), statistics.median(theirs)
+    ok = report(
+        "stdio start: initialize answer / python -c 'import json'",
+        mine / base,
+        10.0,
+        f"{mine * 1000:.0f} ms (tools/list {statistics.median(listed) * 1000:.0f} ms) vs {base * 1000:.0f} ms",
+    )
+    ok &= report(
+        "stdio start: initialize answer / mcp-server-time's",
+        mine / other,
+        0.5,
+        f"{mine * 1000:.0f} ms vs {other * 1000:.0f} ms",
+    )
+    verdict = "ok" if mine <= 0.25 else "OVER TARGET"
+    print(f"{'stdio start: initialize answer, absolute':<44} {mine * 1000:6.0f} ms (target <= 250 ms, {verdict})")
+    return ok and mine <= 0.25
+
+
 class PipeSession:
     """A bare JSON-RPC client over `codescout mcp`'s stdio: one line out, one line back."""
 
@@ -422,16 +511,17 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: check the script runs")
     parser.add_argument("--hits", type=int, default=1_000_000, help="hits in the large file (default 1,000,000)")
     parser.add_argument("--rounds", type=int, default=5, help="alternating runs per process comparison")
-    parser.add_argument("--only", help="run only these, comma-separated: start, many, mcp, http, hits")
+    parser.add_argument("--only", help="run only these, comma-separated: start, stdio, many, mcp, http, hits")
     args = parser.parse_args()
     hits = 2_000 if args.smoke else args.hits
     rounds = 3 if args.smoke else args.rounds
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; medians of alternating runs\n")
-    chosen = set(args.only.split(",")) if args.only else {"start", "many", "mcp", "http", "hits"}
+    chosen = set(args.only.split(",")) if args.only else {"start", "stdio", "many", "mcp", "http", "hits"}
     with tempfile.TemporaryDirectory(prefix="codescout-bench-") as tmp:
         work = Path(tmp)
         runs: list[tuple[str, Callable[[], bool]]] = [
             ("start", lambda: bench_cold_start(rounds=10 if args.smoke else 30)),
+            ("stdio", lambda: bench_stdio_start(rounds=3 if args.smoke else 21)),
             ("many", lambda: bench_many_hits(hits, rounds, work)),
             (
                 "mcp",

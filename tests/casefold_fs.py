@@ -16,15 +16,19 @@ except that each name on the way is looked up as those systems look it up:
   inode number (`use_ino`), so `os.stat` finds the same (st_dev, st_ino) for all of them.
 
 Run as `python -m tests.casefold_fs BACKING MOUNTPOINT` (in the foreground, until unmounted).
-`mounted()` does that for a test: it installs libfuse 2 and fusermount when they are missing
-(as root, with apt-get; once), mounts, waits until the mount answers, and unmounts after.
+`mounted()` does that for a test: it installs libfuse 2 with apt-get when it is missing (once,
+whichever test worker comes first), mounts, waits until the mount shows, and unmounts after
+(fusermount -u, or umount where there is none: root needs no fusermount). `folding_folder()`
+is what tests ask for: this mount on Linux, the system's own volume on macOS and Windows.
 
 Limits, known and accepted for the tests: names must be UTF-8 (fusepy decodes them so; APFS
 asks the same); full case folding (`str.casefold`, so `ß` matches `ss`, where APFS folds one
 character to one); the kernel caches nothing (entry and attribute timeouts are 0), so each
 look-up is a round trip to Python; the kernel keeps one inode per spelling, so a file open
 under one spelling does not see a write made under another until it is opened again (nothing
-in the tests does that); no extended attributes, locks or ioctls. A change made to the backing
+in the tests does that); the kernel names a folder as it was typed, so the current directory
+(and git's --show-toplevel) is spelled as the user typed it, where macOS would give the stored
+spelling; no extended attributes or ioctls (locks are the kernel's own). A change made to the backing
 folder behind the mount's back is seen (listings are kept only while the folder's mtime and
 inode stay as they were), but the tests make every change through the mount.
 """
@@ -300,13 +304,13 @@ def ensure_fuse() -> None:
         raise RuntimeError("/dev/fuse is missing: this kernel has no FUSE, so no case-insensitive mount here")
     with open(os.path.join(tempfile.gettempdir(), "codescout-casefold-install.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        missing = []
         if ctypes.util.find_library("fuse") is None:
-            missing.append("libfuse2")
+            try:
+                _apt_install("libfuse2")
+            except RuntimeError:  # Debian 13 on: the 64-bit-time build has its own name
+                _apt_install("libfuse2t64")
         if unmounter() == ["umount"] and os.geteuid() != 0:  # root mounts and unmounts without it
-            missing.append("fuse")
-        if missing:
-            _apt_install(*missing)
+            _apt_install("fuse")
 
 
 def _mounted_at(mountpoint: str) -> bool:

@@ -32,6 +32,7 @@ from codescout_mcp.system import (
     ancestors,
     changed_ns,
     decode_name,
+    folder_identity,
     loose_key,
     read_regular,
     relative_inside,
@@ -146,6 +147,9 @@ class RepositoryFacts:
         self.warn = warn
         self.system = system
         self.shallow_note: str | None = None  # what the last describe() has to say about shallowness
+        # From the last describe(): each name asked about that git tracks under another
+        # spelling (another case or normalisation of the same file), and that spelling.
+        self.spellings: dict[str, str] = {}
         self._signature: tuple[object, ...] | None = None
         self._owners: CodeOwners | None = None
         self._owners_signature: tuple[object, ...] | None = None
@@ -313,6 +317,7 @@ class RepositoryFacts:
                 days = whole_days(now, status.st_mtime)
             facts[name] = FileFacts(days, owners.owner_of(tracked_name))
         self.shallow_note = self._shallow_note(at_boundary) if at_boundary else None
+        self.spellings = spelled
         return facts
 
     def codeowners(self, offline: bool = False) -> CodeOwners:
@@ -514,6 +519,9 @@ class Checkout:
         self.strict = strict
         self.system = system
         self.notes: list[str] = []  # what the last describe() has to tell the caller
+        # From the last describe(): each path asked about that git tracks under another spelling
+        # (`Src/a.py` for git's `src/a.py` where the file system ignores case), as that spelling.
+        self.spellings: dict[str, str] = {}
         # Repositories found so far, by the folder their .git is in and by their root (None:
         # a .git that is no repository git will read; its files belong to the folder around).
         self._repositories: dict[str, RepositoryFacts | None] = {}
@@ -628,15 +636,19 @@ class Checkout:
             groups.setdefault(facts, {})[path] = name
         answers: dict[str, FileFacts | OSError] = {}
         notes = []
+        spellings: dict[str, str] = {}
         for facts, names in groups.items():
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             given = {name: stats[path] for path, name in names.items() if stats and path in stats}
             described = facts.describe(names.values(), now, stats=given, offline=offline, seconds=left)
             for path, name in names.items():
                 answers[path] = described[name]
+                if name in facts.spellings:
+                    spellings[path] = os.path.join(facts.base, *facts.spellings[name].split("/"))
             if facts.shallow_note is not None:
                 notes.append(facts.shallow_note)
         self.notes = notes
+        self.spellings = spellings
         return answers
 
     def _holder(
@@ -663,6 +675,17 @@ class Checkout:
             holders[candidate] = holder
         return holder
 
+    def _met_before(self, root: Path) -> RepositoryFacts | None:
+        """A repository met before whose root is the folder `root` under another name: another
+        case or normalisation where the file system ignores them, a bind mount, another drive."""
+        wanted = folder_identity(str(root), self._identities)
+        if wanted is None:
+            return None
+        for facts in self._repositories.values():
+            if facts is not None and folder_identity(str(facts.base), self._identities) == wanted:
+                return facts
+        return None
+
     def _open_inner(self, folder: str, offline: bool, deadline: float | None) -> RepositoryFacts | None:
         """The repository whose work tree holds `folder` (a submodule, a nested or sibling one)."""
         if offline:
@@ -682,7 +705,7 @@ class Checkout:
             facts = None
         if facts is not None:
             # The same repository reached by another spelling, or through core.worktree.
-            known = self._repositories.get(str(facts.base))
+            known = self._repositories.get(str(facts.base)) or self._met_before(facts.base)
             if known is not None:
                 facts = known
             else:

@@ -253,23 +253,25 @@ def same_folder_inside(path: str, root: str, identities: dict[str, tuple[int, in
     does; `identities` caches each folder's (None: cannot be read, or no inode number).
     """
 
-    def identity(folder: str) -> tuple[int, int] | None:
-        if folder not in identities:
-            try:
-                info = os.stat(folder)
-            except (OSError, ValueError):
-                identities[folder] = None
-            else:
-                identities[folder] = (info.st_dev, info.st_ino) if info.st_ino else None
-        return identities[folder]
-
-    wanted = identity(root)
+    wanted = folder_identity(root, identities)
     if wanted is None:
         return None
     for folder in ancestors(path):
-        if identity(folder) == wanted:
+        if folder_identity(folder, identities) == wanted:
             return relative_inside(path, folder)
     return None
+
+
+def folder_identity(folder: str, identities: dict[str, tuple[int, int] | None]) -> tuple[int, int] | None:
+    """A folder's (device, inode), kept in `identities`; None when it cannot be read or has no inode number."""
+    if folder not in identities:
+        try:
+            info = os.stat(folder)
+        except (OSError, ValueError):
+            identities[folder] = None
+        else:
+            identities[folder] = (info.st_dev, info.st_ino) if info.st_ino else None
+    return identities[folder]
 
 
 def relative_to(path: str, base: str, system: System = CURRENT) -> str:

@@ -116,6 +116,13 @@ class WorkspaceTool:
             )
             if notes is not None:
                 notes.extend(checkout.notes)
+            # A file typed in another case or normalisation than git's (where the file system
+            # takes both for one) is answered under git's spelling, as git and its other hits name it.
+            for index, (path, _) in enumerate(files):
+                spelled = checkout.spellings.get(path)
+                shown_spelled = None if spelled is None else self._shown(spelled, repository, identities)
+                if shown_spelled is not None:
+                    files[index] = (path, shown_spelled)
         hits = []
         for index, (path, shown_path) in enumerate(files):
             fact = described[path]

@@ -16,7 +16,7 @@ from typing import Any
 
 from codescout_mcp.git import GitError
 from codescout_mcp.jsontext import shown
-from codescout_mcp.repository import Checkout, RepositoryError, Warn
+from codescout_mcp.repository import Checkout, FileFacts, RepositoryError, Warn
 from codescout_mcp.ripgrep import RipgrepError, read_match_counts
 
 
@@ -67,26 +67,27 @@ def build_arguments(
         except OSError as error:
             raise HitsError(f"cannot read the current directory: {error.strerror}") from None
     located: dict[str, int] = {}
-    names: dict[str, str] = {}  # resolved path -> as shown
     folders: dict[str, str] = {}
     for given, count in counts.items():
         path = checkout.locate(given, cwd, folders)
         located[path] = located.get(path, 0) + count
-    for path in located:
-        names[path] = checkout.shown(path)
-    ordered = sorted(located, key=names.__getitem__)
     checkout.refresh()
-    described = checkout.describe(ordered, now)
+    described = checkout.describe(located, now)
     for note in checkout.notes:
         checkout.warn(note)
+    # One file given under two names (`src/a.py` and `SRC/A.PY` where the file system ignores
+    # case; the repository and an alias of it) is one hit, named as git names it.
+    merged: dict[str, tuple[int, FileFacts | OSError]] = {}
+    for path, count in located.items():
+        name = checkout.shown(checkout.spellings.get(path, path))
+        merged[name] = (merged[name][0] + count if name in merged else count, described[path])
     hits: list[dict[str, Any]] = []
-    for path in ordered:
-        fact = described[path]
-        name = names[path]
+    for name in sorted(merged):
+        matches, fact = merged[name]
         if isinstance(fact, OSError):
             checkout.warn(f"{shown(name)}: left out, cannot read its modification time ({fact.strerror})")
             continue
-        hit: dict[str, Any] = {"path": name, "matches": located[path], "last_modified_days": fact.days}
+        hit: dict[str, Any] = {"path": name, "matches": matches, "last_modified_days": fact.days}
         if fact.owner is not None:
             hit["owner"] = fact.owner
         hits.append(hit)

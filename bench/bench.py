@@ -503,7 +503,48 @@ def bench_hits(files: int, commits: int, rounds: int, workdir: Path, *, merges: 
         f"{f'hits: {shape}':<44} {hits_s:6.2f} s   (whole `git log --name-only`: {log_s:.2f} s, "
         f"ratio {hits_s / log_s:.2f}x; git runs: {', '.join(calls)}; repo built in {built:.0f} s)"
     )
+    if not merges:
+        return bench_recent_files(repo, log, rounds)
     return True
+
+
+def bench_recent_files(repo: Path, log: list[str], rounds: int) -> bool:
+    """A few recently changed files need only the newest commits, whatever else is asked with them.
+
+    Ten files from the newest commits, then the same ten with one file git ignores and one
+    inside .git/ (what `rg --no-ignore --hidden` prints): both must stop the history walk as
+    early, each a small share of a whole `git log --name-only`.
+    """
+    newest = subprocess.run(
+        ["git", "-C", str(repo), "log", "-z", "-n", "10", "--format=", "--name-only", "HEAD"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    recent = list(dict.fromkeys(name.decode().lstrip("\n") for name in newest.split(b"\0") if name.strip()))[:10]
+    with open(repo / ".git" / "info" / "exclude", "a", encoding="utf-8") as exclude:
+        exclude.write("*.log\n")
+    (repo / "build.log").write_text("needle\n", encoding="utf-8")
+    cases = {"10 recent files": recent, "10 recent + ignored + .git/": [*recent, "build.log", ".git/config"]}
+    hits_cmd = [CODESCOUT, "hits", "--now", "2026-01-01T00:00:00Z"]
+    ok = True
+    for label, names in cases.items():
+        stdin = "".join(f"{name}:1\n" for name in names).encode()
+        times: dict[str, list[float]] = {"log": [], "hits": []}
+        for _ in range(rounds):
+            begin = time.perf_counter()
+            subprocess.run(log, stdout=subprocess.DEVNULL, check=True)
+            times["log"].append(time.perf_counter() - begin)
+            begin = time.perf_counter()
+            subprocess.run(hits_cmd, cwd=repo, input=stdin, capture_output=True, check=True)
+            times["hits"].append(time.perf_counter() - begin)
+        hits_s, log_s = statistics.median(times["hits"]), statistics.median(times["log"])
+        ok &= report(
+            f"hits, {label} / whole git log",
+            hits_s / log_s,
+            0.3,
+            f"{hits_s * 1000:.0f} ms vs {log_s * 1000:.0f} ms",
+        )
+    return ok
 
 
 def main() -> int:

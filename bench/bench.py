@@ -25,7 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "args.json"
 PYTHON = sys.executable
-CODESCOUT = str(Path(sys.executable).parent / "codescout")
+CODESCOUT = str(Path(sys.executable).parent / ("codescout.exe" if os.name == "nt" else "codescout"))
 
 
 def make_hits(count: int, seed: int = 7) -> list[dict[str, Any]]:
@@ -47,6 +47,8 @@ def make_hits(count: int, seed: int = 7) -> list[dict[str, Any]]:
 
 def run_measured(argv: list[str]) -> tuple[float, int]:
     """Wall seconds and peak RSS (KiB) of one child process; it must exit 0."""
+    if sys.platform == "win32":
+        raise SystemExit("bench.py measures each child's peak memory with os.wait4, which Windows lacks")
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)

@@ -17,7 +17,6 @@ import argparse
 import http.client
 import json
 import re
-import resource
 import socket
 import statistics
 import subprocess
@@ -157,6 +156,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
+    if sys.platform != "linux":
+        raise SystemExit("soak.py reads the server's memory from /proc and raises its descriptor limit: Linux only")
+    import resource
+
     slow, seconds, timeout = (50, 4.0, 3) if args.smoke else (1_000, 20.0, 10)
     large_mib, cap = (2, 4) if args.smoke else (30, 32)
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

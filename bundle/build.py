@@ -7,6 +7,12 @@ type "uv" (manifest 0.4): it carries the package's sources and pyproject.toml, a
 installs Python and the dependencies itself, so the bundle holds no virtual environment.
 Its tool list is what the server's tools/list returns, read from the package itself.
 `--stage DIR` also keeps the unpacked folder (the tests run the official `mcpb` on it).
+
+The same sources give the same bytes on every system: entries in the order of their names
+(Windows orders paths ignoring case), POSIX separators, one fixed time, mode and creating
+system (zipfile writes MS-DOS on Windows), LF line endings in the files written here, and no
+compression (deflate's bytes depend on the zlib a Python is built with, zlib or zlib-ng).
+The checkout's own files are LF everywhere too (.gitattributes).
 """
 
 from __future__ import annotations
@@ -15,10 +21,12 @@ import argparse
 import asyncio
 import json
 import shutil
+import stat
 import sys
 import tempfile
 import zipfile
-from pathlib import Path
+from collections.abc import Iterable
+from pathlib import Path, PurePath
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,8 +37,12 @@ FILES = ("pyproject.toml", "README.md", "LICENSE")
 PACKAGE = "codescout_mcp"
 ENTRY_POINT = "server/main.py"
 IGNORED = (".venv/", "__pycache__/", "*.pyc", "server/lib/", "server/venv/", ".pytest_cache/", ".mypy_cache/")
-# A fixed time for every entry, so that the same sources always give the same bytes.
+# What the system's file managers leave in folders (macOS Finder, Windows Explorer): never packed.
+SYSTEM_LITTER = (".DS_Store", "._*", "Thumbs.db", "desktop.ini")
+# A fixed time, mode and creating system for every entry (3: Unix, so that the mode is read).
 ZIP_TIME = (2026, 1, 1, 0, 0, 0)
+ZIP_MODE = stat.S_IFREG | 0o644  # a regular file, rw-r--r--
+ZIP_SYSTEM = 3
 
 
 def project() -> dict[str, Any]:
@@ -101,22 +113,37 @@ def stage(target: Path) -> None:
     target.mkdir(parents=True)
     for name in FILES:
         shutil.copy2(ROOT / name, target / name)
-    shutil.copytree(ROOT / PACKAGE, target / PACKAGE, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    ignored = shutil.ignore_patterns(
+        "__pycache__", "*.pyc", ".mypy_cache", ".pytest_cache", ".ruff_cache", *SYSTEM_LITTER
+    )
+    shutil.copytree(ROOT / PACKAGE, target / PACKAGE, ignore=ignored)
     (target / "server").mkdir()
     shutil.copy2(ROOT / "bundle" / "main.py", target / ENTRY_POINT)
-    (target / ".mcpbignore").write_text("\n".join(IGNORED) + "\n", encoding="utf-8")
-    (target / "manifest.json").write_text(json.dumps(manifest(), indent=2) + "\n", encoding="utf-8")
+    # newline="\n": text mode would write CRLF on Windows.
+    (target / ".mcpbignore").write_text("\n".join(IGNORED) + "\n", encoding="utf-8", newline="\n")
+    (target / "manifest.json").write_text(json.dumps(manifest(), indent=2) + "\n", encoding="utf-8", newline="\n")
 
 
-def pack(folder: Path, output: Path) -> None:
-    """Zip `folder` into `output`, entries sorted and stamped with one fixed time."""
+def staged_files(folder: Path) -> list[tuple[PurePath, Path]]:
+    """Each file of an unpacked bundle: (its path inside the bundle, the file), in no set order."""
+    return [(path.relative_to(folder), path) for path in folder.rglob("*") if path.is_file()]
+
+
+def pack(files: Iterable[tuple[PurePath, Path]], output: Path) -> None:
+    """Zip the files into `output`, each under its path inside the bundle, the same bytes on every system.
+
+    Entries go in the order of their names with POSIX separators, not in the order of the paths
+    (on Windows paths compare ignoring case), and each is stamped the same whatever system packs it.
+    """
+    entries = sorted((inside.as_posix(), source) for inside, source in files)
     output.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(output, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            info = zipfile.ZipInfo(path.relative_to(folder).as_posix(), date_time=ZIP_TIME)
-            info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, path.read_bytes())
+    with zipfile.ZipFile(output, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, source in entries:
+            info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+            info.create_system = ZIP_SYSTEM  # zipfile would say 0 (MS-DOS) on Windows
+            info.external_attr = ZIP_MODE << 16
+            info.compress_type = zipfile.ZIP_STORED
+            archive.writestr(info, source.read_bytes())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         folder = args.stage or Path(scratch) / "bundle"
         stage(folder)
         output = args.out / f"codescout-mcp-{__version__}.mcpb"
-        pack(folder, output)
+        pack(staged_files(folder), output)
     print(output)
     return 0
 

@@ -6,15 +6,15 @@ import http.client
 import json
 import os
 import re
-import resource
-import signal
 import subprocess
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from codescout_mcp.contract import TOOL_NAME
 from tests.helpers import EXAMPLE, codescout_exe
+from tests.platforms import ask_to_stop, stoppable
 
 CALL = {
     "jsonrpc": "2.0",
@@ -22,6 +22,18 @@ CALL = {
     "method": "tools/call",
     "params": {"name": TOOL_NAME, "arguments": json.loads(EXAMPLE.read_text(encoding="utf-8"))},
 }
+
+
+def open_files_limit(count: int) -> Callable[[], None]:
+    """For preexec_fn: the child may hold at most `count` descriptors (POSIX only)."""
+    if sys.platform == "win32":
+        raise RuntimeError("Windows has no descriptor limit to set (RLIMIT_NOFILE)")
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+    return limit
 
 
 class RunningServer:
@@ -35,18 +47,13 @@ class RunningServer:
             environment["CODESCOUT_AUTH_TOKEN"] = token
         environment.update(env or {})
 
-        def limit_descriptors() -> None:
-            if nofile is not None:
-                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-
         self.proc = subprocess.Popen(
             [codescout_exe(), "mcp", "--transport", "streamable-http", "--port", "0", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=environment,
-            preexec_fn=None
-            if nofile is None
-            else (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))),
+            preexec_fn=None if nofile is None else open_files_limit(nofile),
+            **stoppable(),
         )
         assert self.proc.stderr is not None
         self.banner = ""
@@ -107,7 +114,8 @@ class RunningServer:
         return json.loads(body)["result"]
 
     def stop(self, timeout: float = 20) -> tuple[int, str]:
-        self.proc.send_signal(signal.SIGTERM)
+        """Ask the server to stop as a user would (SIGTERM; Ctrl-Break on Windows); its status and log."""
+        ask_to_stop(self.proc)
         self.proc.wait(timeout=timeout)
         self._reader.join(timeout=5)
         return self.proc.returncode, self.log

@@ -13,7 +13,6 @@ text; `--no-config` keeps any rule configuration in the checkout out of the verd
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -29,6 +28,7 @@ import pytest
 from tests.gitrepo import Repo
 from tests.helpers import ROOT, installed
 from tests.httpserver import RunningServer, serving
+from tests.platforms import exclusive
 
 REQUIREMENTS = ROOT / "tests" / "auditor" / "requirements.txt"
 BASELINE = ROOT / "tests" / "auditor" / "baseline.json"
@@ -70,14 +70,20 @@ def pinned_version() -> str:
 
 
 def _python_for_mcpscore() -> str:
-    """An interpreter mcpscore runs on (3.11 or newer): this one, or the newest found on PATH."""
+    """An interpreter mcpscore runs on (3.11 or newer): this one, or the newest found on PATH or by `py`."""
     if sys.version_info >= (3, 11):
         return sys.executable
     for name in ("python3.14", "python3.13", "python3.12", "python3.11"):
         found = shutil.which(name)
         if found is not None:
             return found
-    raise RuntimeError("mcpscore needs Python 3.11 or newer; none is on PATH beside this Python 3.10")
+    launcher = shutil.which("py")  # on Windows, Pythons go by `py -3.X`, not by versioned names
+    for version in ("3.14", "3.13", "3.12", "3.11") if launcher is not None else ():
+        asked = [str(launcher), f"-{version}", "-c", "import sys; print(sys.executable)"]
+        done = subprocess.run(asked, capture_output=True, text=True, timeout=60, check=False)
+        if done.returncode == 0:
+            return done.stdout.strip()
+    raise RuntimeError("mcpscore needs Python 3.11 or newer; none is on PATH, or known to `py`, beside this 3.10")
 
 
 def install() -> Path:
@@ -85,13 +91,14 @@ def install() -> Path:
     digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()[:16]
     home = CACHE / digest
     CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / ".lock", "w", encoding="utf-8") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    # Where a venv keeps its commands, and what they are called.
+    scripts, exe = (home / "Scripts", ".exe") if os.name == "nt" else (home / "bin", "")
+    with exclusive(CACHE / ".lock"):
         done = home / ".installed"
         if not done.exists():
             shutil.rmtree(home, ignore_errors=True)
             subprocess.run([_python_for_mcpscore(), "-m", "venv", str(home)], check=True, timeout=300)
-            pip = [str(home / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+            pip = [str(scripts / f"python{exe}"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
             result = subprocess.run(
                 [*pip, "-r", str(REQUIREMENTS)],
                 capture_output=True,
@@ -102,7 +109,7 @@ def install() -> Path:
             if result.returncode != 0:
                 raise RuntimeError(f"pip install of mcpscore failed:\n{result.stdout}\n{result.stderr}")
             done.write_text(digest, encoding="utf-8")
-    return home / "bin" / "mcpscore"
+    return scripts / f"mcpscore{exe}"
 
 
 def baselined(target: str) -> dict[str, str]:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from tests.helpers import ROOT
+from tests.platforms import FAKE_GIT, PROC, linux_only, posix_only
 
 RATIO = re.compile(r"^(?P<label>.+?)\s+(?P<ratio>\d+\.\d+)x\s+\(target <= (?P<target>\d+\.\d)x, (ok|OVER TARGET)\)")
 
@@ -35,6 +36,8 @@ def ratios(output: str) -> dict[str, float]:
     return found
 
 
+@posix_only("bench.py measures each child's peak memory with os.wait4")
+@posix_only(FAKE_GIT)
 def test_bench_smoke_measures_every_ratio() -> None:
     output = smoke("bench.py")
     measured = ratios(output)
@@ -70,6 +73,7 @@ def test_workspace_bench_smoke_measures_both_ratios() -> None:
     }
 
 
+@linux_only(PROC)
 def test_soak_smoke_reports_its_figures() -> None:
     output = smoke("soak.py")
     assert re.search(r"with slow clients: \d+ served \(0 not\)", output), output

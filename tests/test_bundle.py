@@ -8,12 +8,13 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePath, PureWindowsPath
 from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
 
+from bundle import build
 from codescout_mcp import __version__
 from codescout_mcp.server import build_server
 from tests.helpers import EXAMPLE, EXAMPLE_RESULT, ROOT
@@ -102,7 +103,8 @@ def test_the_bundle_holds_sources_and_no_environment(built: tuple[Path, Path]) -
         assert required in names
     for name in names:
         assert not any(part in name for part in FORBIDDEN), name
-    assert bundle.stat().st_size < 200_000
+    # Stored, not deflated (see bundle/build.py): the sources as they are, no environment.
+    assert bundle.stat().st_size < 500_000
 
 
 def test_the_manifest_says_what_the_server_does(built: tuple[Path, Path]) -> None:
@@ -140,3 +142,86 @@ async def test_the_hosts_command_serves_a_session(built: tuple[Path, Path], tmp_
     ) as c:
         result = await c.call_tool("rank_search_results", json.loads(EXAMPLE.read_text(encoding="utf-8")))
     assert result.structured_content == EXAMPLE_RESULT
+
+
+# --- the same bytes on every system -----------------------------------------------------------------
+
+
+def test_every_entry_is_stamped_alike_and_stored_in_name_order(built: tuple[Path, Path]) -> None:
+    bundle, _ = built
+    with zipfile.ZipFile(bundle) as archive:
+        infos = archive.infolist()
+        written = [archive.read(name) for name in ("manifest.json", ".mcpbignore")]
+    names = [info.filename for info in infos]
+    assert names == sorted(names)
+    stamps = {(i.date_time, i.create_system, i.external_attr >> 16, i.compress_type, i.flag_bits) for i in infos}
+    # 0o100644: a regular file, rw-r--r--; 3: made on Unix (so the mode is read); 0: stored.
+    assert stamps == {((2026, 1, 1, 0, 0, 0), 3, 0o100644, zipfile.ZIP_STORED, 0)}
+    assert [b"\r" in text for text in written] == [False, False]
+
+
+def windows_text(
+    path: Path, data: str, encoding: str | None = None, errors: str | None = None, newline: str | None = None
+) -> int:
+    """Path.write_text as Windows runs it: text mode writes each "\\n" as "\\r\\n" unless `newline` says otherwise."""
+    if newline is None:
+        data, newline = data.replace("\n", "\r\n"), "\n"
+    return REAL_WRITE_TEXT(path, data, encoding=encoding, errors=errors, newline=newline)
+
+
+REAL_WRITE_TEXT = Path.write_text
+
+
+def test_packed_by_windows_rules_the_bundle_has_the_same_bytes(
+    built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle, _ = built
+    with monkeypatch.context() as windows:
+        windows.setattr(Path, "write_text", windows_text)
+        build.stage(tmp_path / "stage")
+    # The files as Windows names and orders them: backslashes, and an order that ignores case.
+    files = [(PureWindowsPath(*inside.parts), source) for inside, source in build.staged_files(tmp_path / "stage")]
+    files.sort(key=lambda file: file[0])
+    assert [str(inside) for inside, _ in files][:3] == [
+        ".mcpbignore",
+        "codescout_mcp\\__init__.py",
+        "codescout_mcp\\__main__.py",
+    ]
+    assert sorted(inside.as_posix() for inside, _ in files)[:3] == [".mcpbignore", "LICENSE", "README.md"]
+    with monkeypatch.context() as windows:
+        windows.setattr(sys, "platform", "win32")  # zipfile's entries then say they were made on MS-DOS
+        build.pack(files, tmp_path / "windows.mcpb")
+    assert (tmp_path / "windows.mcpb").read_bytes() == bundle.read_bytes()
+    # And from the files listed in any other order.
+    posix: list[tuple[PurePath, Path]] = list(reversed(build.staged_files(tmp_path / "stage")))
+    build.pack(posix, tmp_path / "reversed.mcpb")
+    assert (tmp_path / "reversed.mcpb").read_bytes() == bundle.read_bytes()
+
+
+def test_a_fresh_checkout_builds_the_same_bytes(built: tuple[Path, Path], tmp_path: Path) -> None:
+    """The files a checkout of this work tree holds, written anew (other times, other modes,
+    no caches), build the bundle built from the work tree itself, byte for byte."""
+    bundle, _ = built
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
+    fresh = tmp_path / "checkout"
+    for name in sorted(set(filter(None, listed.decode("utf-8").split("\0")))):
+        source = ROOT / name
+        if source.is_file() and not source.is_symlink():  # a tracked file deleted in the work tree is not in it
+            target = fresh / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+    done = subprocess.run(
+        [sys.executable, str(fresh / "bundle" / "build.py"), "--out", str(tmp_path / "out")],
+        cwd=fresh,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "out" / bundle.name).read_bytes() == bundle.read_bytes()

@@ -28,6 +28,7 @@ from tests.layouts import (
     walk_recorder,
     write_hostile_config,
 )
+from tests.platforms import FAKE_GIT, posix_only
 
 
 def counts(*paths: str) -> bytes:
@@ -87,6 +88,7 @@ def test_a_file_in_no_repository_keeps_its_file_time(layout: Any, tmp_path: Path
     assert found == {"../../loose.txt": (4, None)}
 
 
+@posix_only(FAKE_GIT)
 def test_one_git_log_per_repository_involved(layout: Any, tmp_path: Path) -> None:
     log = tmp_path / "calls"
     shim = tmp_path / "shim"
@@ -116,6 +118,7 @@ def test_the_workspace_tool_reads_submodules_and_nested_repositories_too(layout:
 # --- another user's checkout ------------------------------------------------------------------------
 
 
+@posix_only("another user's checkout is made with chown, or with a stand-in git that is a #!/bin/sh script")
 def test_a_checkout_git_refuses_is_named_with_its_fix(tmp_path: Path) -> None:
     r = Repo(tmp_path / "theirs")
     r.write("a.txt", "needle\n")
@@ -191,6 +194,7 @@ def test_a_shallow_clone_names_the_date_files_get_and_only_when_a_hit_gets_it(tm
 # --- ignored files and files inside .git ----------------------------------------------------------------
 
 
+@posix_only(FAKE_GIT)
 def test_ignored_files_and_files_in_dot_git_need_no_history_walk(tmp_path: Path) -> None:
     r = tmp_path / "r"
     long_history(r, 3000, start=1_600_000_000)

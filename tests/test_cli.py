@@ -13,6 +13,7 @@ import pytest
 
 from codescout_mcp import __version__
 from tests.helpers import EXAMPLE, EXAMPLE_RESULT, codescout_exe, installed, run_cli
+from tests.platforms import CONTROL_NAMES, DEV_FULL, SHELL, linux_only, posix_only
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess[bytes], status: int, text: str) -> None:
@@ -208,6 +209,7 @@ def test_reader_closing_the_pipe_early_is_quiet_and_not_success(tmp_path: Path) 
     assert (proc.returncode, stderr) == (1, b"")
 
 
+@posix_only(SHELL)
 def test_a_short_write_into_head_is_exit_status_one(tmp_path: Path) -> None:
     hits = [{"path": f"src/file_{i:05d}.py", "matches": 1 + i % 7, "last_modified_days": i % 300} for i in range(5000)]
     path = write(tmp_path, json.dumps({"hits": hits, "limit": 5000}))
@@ -228,10 +230,13 @@ def shell(command: str) -> subprocess.CompletedProcess[bytes]:
     )
 
 
+@posix_only(SHELL)
 @pytest.mark.parametrize(
     ("redirect", "message"),
     [
-        ("> /dev/full", "codescout: cannot write to stdout: No space left on device\n"),
+        pytest.param(
+            "> /dev/full", "codescout: cannot write to stdout: No space left on device\n", marks=linux_only(DEV_FULL)
+        ),
         (">&-", "codescout: cannot write the output: stdout is closed\n"),
     ],
 )
@@ -241,6 +246,7 @@ def test_output_that_cannot_be_written_is_one_line_and_exit_one(command: str, re
     assert (done.returncode, done.stdout, done.stderr.decode()) == (1, b"", message)
 
 
+@posix_only(SHELL)
 def test_a_closed_stdin_is_an_error_only_for_commands_that_read_it() -> None:
     done = shell('"$CS" rank --input - <&-')
     assert (done.returncode, done.stderr) == (1, b"codescout: cannot read stdin: it is closed\n")
@@ -252,6 +258,7 @@ def test_a_closed_stdin_is_an_error_only_for_commands_that_read_it() -> None:
         assert done.stdout
 
 
+@posix_only(SHELL)
 def test_a_closed_stderr_still_gives_the_exit_status() -> None:
     assert shell('"$CS" rank --input /nonexistent.json 2>&-').returncode == 1
     assert shell('"$CS" --bogus 2>&-').returncode == 2
@@ -260,6 +267,7 @@ def test_a_closed_stderr_still_gives_the_exit_status() -> None:
     assert json.loads(done.stdout) == EXAMPLE_RESULT
 
 
+@posix_only(CONTROL_NAMES)
 def test_an_error_naming_a_file_with_a_newline_stays_one_line(tmp_path: Path) -> None:
     missing = tmp_path / "two\nlines.json"
     assert_one_line_error(run_cli("rank", "--input", str(missing)), 1, "two\\nlines.json: No such file")

@@ -19,6 +19,7 @@ import select
 import shlex
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -34,7 +35,15 @@ from codescout_mcp.contract import TOOL_NAME, WORKSPACE_TOOL_NAME
 from tests.gitrepo import DAY, Repo, run
 from tests.helpers import EXAMPLE, EXAMPLE_RESULT, ROOT, codescout_exe
 from tests.nodetools import NodeTools
+from tests.platforms import linux_only, root_only
 from tests.test_typescript_client import SDKS, check_report, gone, run_client
+
+# The engine and the stand-in base are made by scripts/docker-ready: debootstrap, Debian's
+# docker.io and dockerd, which need Linux and root; the image is a Linux one too.
+pytestmark = [
+    linux_only("the image is built on a Debian root made with debootstrap, and runs on a Linux engine"),
+    root_only("scripts/docker-ready installs and starts the engine and runs debootstrap"),
+]
 
 IMAGE = "codescout:test"
 BASE = "local/python-bookworm"
@@ -252,6 +261,8 @@ def test_the_workspace_tool_reads_a_read_only_checkout_owned_by_another_uid(imag
         ("docs/guide.md", 0, "@org/everyone"),
     ]
 
+    if sys.platform == "win32":  # the module runs on Linux only; this is for the type checker
+        raise AssertionError("Linux only")
     for folder, dirs, files in os.walk(repo.root):
         for entry in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
             os.lchown(entry, 20001, 20001)

@@ -17,6 +17,7 @@ from codescout_mcp.repository import whole_days
 from codescout_mcp.ripgrep import RipgrepError, read_match_counts
 from tests.gitrepo import DAY, NOW, NOW_SECONDS, Repo, env_for, hits_from_rg, hits_of, rg_exe, run
 from tests.helpers import codescout_exe
+from tests.platforms import BYTE_NAMES, CONTROL_NAMES, DELETED_CWD, FAKE_GIT, SHELL, linux_only, posix_only
 
 
 def subcommand(logged: str) -> str:
@@ -67,16 +68,31 @@ def test_pipeline_counts_days_and_owners(repo: Repo) -> None:
 
 
 def test_full_pipe_into_rank(repo: Repo) -> None:
-    shell = f"{rg_exe()} --json needle | {codescout_exe()} hits --now {NOW} | {codescout_exe()} rank --input -"
-    done = subprocess.run(
-        ["bash", "-c", f"set -o pipefail; {shell}"],
-        cwd=repo.root,
-        capture_output=True,
-        env=env_for(),
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
+    # rg --json needle | codescout hits --now NOW | codescout rank --input -, each joined by a
+    # real pipe (no shell, so the same pipeline runs on Windows), and each must succeed.
+    argvs = [
+        [rg_exe(), "--json", "needle"],
+        [codescout_exe(), "hits", "--now", NOW],
+        [codescout_exe(), "rank", "--input", "-"],
+    ]
+    stages: list[subprocess.Popen[bytes]] = []
+    for argv in argvs:
+        upstream = stages[-1].stdout if stages else None
+        stages.append(
+            subprocess.Popen(
+                argv,
+                cwd=repo.root,
+                stdin=upstream or subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env_for(),
+            )
+        )
+        if upstream is not None:
+            upstream.close()  # the next stage holds it now
+    stdout, stderr = stages[-1].communicate(timeout=120)
+    assert [stage.wait(timeout=120) for stage in stages] == [0, 0, 0], stderr
+    result = json.loads(stdout)
     assert [(r["path"], r["score"], r["owner"]) for r in result["results"]] == [
         ("src/search/rank.py", 399, "@alice @bob"),
         ("docs/guide.md", 200, "@org/everyone"),
@@ -113,6 +129,7 @@ def test_from_file_and_now_with_an_offset(repo: Repo, tmp_path: Path) -> None:
     assert json.loads(done.stdout) == hits_from_rg(repo.root, "--json", "needle")
 
 
+@posix_only(FAKE_GIT)
 def test_one_git_process_per_question_not_per_file(tmp_path: Path) -> None:
     r = Repo(tmp_path / "many")
     names = [f"pkg/m{i:03d}.py" for i in range(120)]
@@ -150,6 +167,7 @@ def test_outside_git_uses_file_times_and_no_owners(tmp_path: Path) -> None:
     }
 
 
+@linux_only(BYTE_NAMES)
 def test_non_utf8_file_name_travels_through_to_rank(tmp_path: Path) -> None:
     r = Repo(tmp_path / "bytes")
     name = os.fsdecode(b"caf\xe9.txt")
@@ -486,6 +504,8 @@ def test_without_git_installed_file_times_are_used_and_repo_is_refused(tmp_path:
     assert (done.returncode, done.stderr) == (1, b"codescout: git is not installed, and --repo needs it\n")
 
 
+@posix_only(SHELL)
+@posix_only(DELETED_CWD)
 def test_a_deleted_current_directory_is_one_error_line(tmp_path: Path) -> None:
     gone = tmp_path / "gone"
     gone.mkdir()
@@ -508,6 +528,7 @@ def test_count_output_whose_first_path_starts_with_a_brace_is_count_output(tmp_p
     }
 
 
+@posix_only(CONTROL_NAMES)
 def test_count_matches_with_null_reads_names_holding_newlines(tmp_path: Path) -> None:
     r = Repo(tmp_path / "newlines")
     r.write("two\nlines.txt", "needle needle\n")

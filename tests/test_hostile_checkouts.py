@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,12 @@ import pytest
 from codescout_mcp.git import Git, GitError
 from tests.gitrepo import NOW, Repo, env_for, run, workspace_call
 from tests.helpers import codescout_exe, installed
+from tests.platforms import FAKE_GIT, FIFOS, PROCESS_GROUPS, SIGNALS, alive, posix_only
+
+# The traps below are sh commands and scripts that name POSIX paths: on Windows they would not
+# leave their marks even if git ran them, so those tests could not fail there.
+SH_TRAPS = "the repository's traps are sh commands naming POSIX paths"
+LONG_PATHS = "a path of about 2,000 characters, past what Windows and its git accept by default"
 
 
 def counts(*paths: str) -> bytes:
@@ -120,6 +126,7 @@ def booby_trapped(tmp_path: Path) -> tuple[Repo, Path]:
     return r, marks
 
 
+@posix_only(SH_TRAPS)
 def test_nothing_a_repository_configures_runs(tmp_path: Path) -> None:
     r, marks = booby_trapped(tmp_path)
     done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts("src/a.py", "src/b.py", "deep/dir/c.py"))
@@ -134,6 +141,7 @@ def test_nothing_a_repository_configures_runs(tmp_path: Path) -> None:
     assert sorted(p.name for p in marks.iterdir()) == []
 
 
+@posix_only(SH_TRAPS)
 def test_a_missing_object_is_not_fetched_through_the_repositorys_transport(tmp_path: Path) -> None:
     r, marks = booby_trapped(tmp_path)
     subtree = r.git("rev-parse", "HEAD~2^{tree}:deep").strip()  # the first commit's `deep/`
@@ -145,6 +153,7 @@ def test_a_missing_object_is_not_fetched_through_the_repositorys_transport(tmp_p
         assert done.stderr.decode().startswith("codescout: git log failed in")
 
 
+@posix_only(SH_TRAPS)
 def test_a_submodules_own_config_runs_nothing_either(tmp_path: Path) -> None:
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -199,8 +208,15 @@ def test_a_codeowners_link_out_of_the_repository_is_not_followed(tmp_path: Path)
     assert json.loads(done.stdout)["hits"][0]["owner"] == "@inside" and done.stderr == b""
 
 
-def limited_memory(megabytes: int) -> Any:
-    import resource  # POSIX only; the test that uses it runs where it exists
+def limited_memory(megabytes: int) -> Callable[[], None] | None:
+    """For preexec_fn: a cap on the child's address space, where the system enforces one (Linux).
+
+    Elsewhere the test runs uncapped: the warning still shows the size was refused, and the
+    cap, which proves the file was never read, is Linux's alone.
+    """
+    if sys.platform != "linux":
+        return None
+    import resource
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (megabytes << 20, megabytes << 20))
@@ -231,11 +247,13 @@ def test_a_huge_codeowners_is_refused_by_its_size_before_it_is_read(tmp_path: Pa
     )
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs are POSIX-only")
+@posix_only(FIFOS)
 def test_fifos_where_files_should_be_never_block(tmp_path: Path) -> None:
     r = Repo(tmp_path / "r")
     r.write("a.txt", "x\n")
     r.commit("2026-01-01T00:00:00Z", "a.txt")
+    if sys.platform == "win32":  # marked POSIX-only; this is for the type checker
+        raise AssertionError("no FIFOs on Windows")
     os.mkfifo(r.root / "CODEOWNERS")
     os.mkfifo(r.root / ".mailmap")
     started = time.monotonic()
@@ -248,7 +266,8 @@ def test_fifos_where_files_should_be_never_block(tmp_path: Path) -> None:
     assert time.monotonic() - started < 20
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and signals by number are POSIX-only")
+@posix_only(FIFOS)
+@posix_only(SIGNALS)
 def test_a_head_that_turns_into_a_fifo_leaves_the_server_answering_and_stoppable(tmp_path: Path) -> None:
     r = Repo(tmp_path / "r")
     r.write("a.txt", "x\n")
@@ -283,6 +302,8 @@ def test_a_head_that_turns_into_a_fifo_leaves_the_server_answering_and_stoppable
         assert not ask(2, "tools/call", call)["result"].get("isError")
         head = r.root / ".git" / "HEAD"
         head.unlink()
+        if sys.platform == "win32":  # marked POSIX-only; this is for the type checker
+            raise AssertionError("no FIFOs on Windows")
         os.mkfifo(head)
         started = time.monotonic()
         answer = ask(3, "tools/call", call)["result"]
@@ -307,17 +328,8 @@ def fake_git(script: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
 
 
-def alive(pid: int) -> bool:
-    """Whether a process runs (a killed one whose parent is gone may linger as a zombie)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0] == "Z")
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX-only")
+@posix_only(FAKE_GIT)
+@posix_only(PROCESS_GROUPS)
 def test_a_git_whose_children_keep_its_output_open_is_ended_with_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -331,7 +343,8 @@ def test_a_git_whose_children_keep_its_output_open_is_ended_with_them(
     assert not alive(int(pidfile.read_text(encoding="utf-8")))
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX-only")
+@posix_only(FAKE_GIT)
+@posix_only(PROCESS_GROUPS)
 def test_a_git_that_prints_nothing_is_ended_at_its_deadline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_git("exec sleep 30", tmp_path, monkeypatch)
     started = time.monotonic()
@@ -374,6 +387,7 @@ def deep_repo(tmp_path: Path) -> Iterator[tuple[Repo, str]]:
         each.rmdir()
 
 
+@posix_only(LONG_PATHS)
 def test_a_file_a_thousand_folders_deep_is_ranked(deep_repo: tuple[Repo, str]) -> None:
     r, deep = deep_repo
     result, stderr = workspace_call(r.root, [deep])

@@ -23,6 +23,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -39,7 +40,12 @@ from tests.gitrepo import Repo
 from tests.helpers import ROOT, installed
 from tests.httpserver import RunningServer
 from tests.nodetools import NodeTools, install_manifest
+from tests.platforms import linux_only
 from tests.test_readme import client_snippet, remote_claude_code_line, snippet_argv, workspace_snippet
+
+pytestmark = linux_only(
+    "the hosts run through npm's .bin links, in process groups ended by a signal, as set up on Linux"
+)
 
 MANIFEST = ROOT / "tests" / "hosts" / "package.json"
 CACHE = ROOT / ".cache" / "hosts"
@@ -160,6 +166,8 @@ class Sandbox:
 
 def end_group(pid: int) -> None:
     """Stop what is left of a process group this module started."""
+    if sys.platform == "win32":  # the module runs on Linux only; this is for the type checker
+        raise AssertionError("Linux only")
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
 

@@ -22,6 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from codescout_mcp.contract import INPUT_SCHEMA, TOOL_NAME
 from tests.helpers import as_json, codescout_exe, reference_rank
 from tests.httpserver import CALL, RunningServer, serving
+from tests.platforms import OPEN_FILES, PROC, SIGNALS, linux_only, posix_only
 
 TOKEN = "s3cret-token-for-tests"
 
@@ -86,6 +87,7 @@ async def test_twenty_concurrent_clients_two_hundred_calls_all_correct(server: R
 # --- raw HTTP: what the guards refuse -------------------------------------------------------
 
 
+@linux_only(PROC)
 def test_default_bind_is_loopback_only(server: RunningServer) -> None:
     assert "http://127.0.0.1:" in server.banner
     assert listening_address(server.port) == "0100007F"  # 127.0.0.1, not 0.0.0.0
@@ -375,6 +377,7 @@ def test_sigterm_lets_a_request_in_flight_finish_then_exits_zero() -> None:
     assert "Traceback" not in log
 
 
+@posix_only(SIGNALS)
 def test_sigterm_waits_at_most_the_shutdown_timeout_for_slow_clients_and_a_second_signal_exits() -> None:
     running = RunningServer("--shutdown-timeout", "1", "--request-timeout", "60")
     sock = slow_socket(running)
@@ -399,6 +402,7 @@ def test_sigterm_waits_at_most_the_shutdown_timeout_for_slow_clients_and_a_secon
     assert "Traceback" not in again.stop()[1]
 
 
+@posix_only(OPEN_FILES)
 def test_at_the_descriptor_limit_it_warns_once_a_second_and_recovers() -> None:
     running = RunningServer("--log-level", "info", nofile=64)
     held = []

@@ -16,6 +16,7 @@ import pytest
 
 from codescout_mcp.server import INSTRUCTIONS
 from tests.helpers import codescout_exe, server_info_on_the_wire
+from tests.platforms import PROC, SHELL, SIGNALS, linux_only, posix_only
 
 CALL = {"name": "rank_search_results", "arguments": {"hits": [{"path": "a.py", "matches": 3, "last_modified_days": 4}]}}
 INITIALIZED = b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
@@ -213,6 +214,7 @@ def test_an_oversized_message_is_answered_and_the_server_keeps_serving() -> None
     )
 
 
+@linux_only(PROC)
 def test_an_endless_line_is_not_held_in_memory() -> None:
     proc = subprocess.Popen(
         [codescout_exe(), "mcp", "--max-message-bytes", "1000000"],
@@ -340,6 +342,7 @@ def _cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])
 
 
+@posix_only(SIGNALS)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_an_idle_server_with_stdin_open_within_a_second(signum: int) -> None:
     server = Server()
@@ -348,6 +351,8 @@ def test_a_signal_stops_an_idle_server_with_stdin_open_within_a_second(signum: i
     assert elapsed < 1.0
 
 
+@posix_only(SIGNALS)
+@linux_only(PROC)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_a_server_in_the_middle_of_a_call_within_a_second(signum: int) -> None:
     server = Server()
@@ -358,6 +363,8 @@ def test_a_signal_stops_a_server_in_the_middle_of_a_call_within_a_second(signum:
     assert elapsed < 1.0
 
 
+@posix_only(SIGNALS)
+@linux_only(PROC)
 def test_a_second_signal_never_leaves_it_hanging() -> None:
     server = Server()
     server.send(big_call(2, 400_000))
@@ -369,6 +376,7 @@ def test_a_second_signal_never_leaves_it_hanging() -> None:
     assert time.monotonic() - started < 1.0
 
 
+@posix_only(SIGNALS)
 def test_a_client_that_stops_reading_cannot_hold_it_after_a_signal() -> None:
     server = Server()
     flood = b"".join(request(10 + n, "tools/list") for n in range(200)) + big_call(2, 100_000)
@@ -390,6 +398,7 @@ def test_the_client_closing_stdout_ends_it_quietly() -> None:
     assert server.proc.stderr.read() == b""
 
 
+@posix_only(SHELL)
 def test_a_closed_stdout_at_start_is_one_line_and_exit_one() -> None:
     done = subprocess.run(
         ["bash", "-c", f'"{codescout_exe()}" mcp >&-'], capture_output=True, text=True, timeout=30, check=False

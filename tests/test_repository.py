@@ -20,6 +20,7 @@ from codescout_mcp.repository import Checkout, FileFacts, NeedsWork, RepositoryF
 from codescout_mcp.ripgrep import RipgrepError, read_match_counts
 from codescout_mcp.system import resolved_folder
 from tests.gitrepo import DAY, NOW_SECONDS, Repo
+from tests.platforms import DELETED_CWD, FAKE_GIT, posix_only
 
 
 def facts_of(root: Path, **options: object) -> tuple[RepositoryFacts, list[str]]:
@@ -174,6 +175,7 @@ def fake_git(script: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
 
 
+@posix_only(FAKE_GIT)
 def test_git_that_overruns_its_timeout_is_one_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_git("sleep 5", tmp_path, monkeypatch)
     git = Git(tmp_path, timeout=0.2)
@@ -195,6 +197,7 @@ def test_git_failures_name_the_command_and_its_last_line(tmp_path: Path) -> None
     assert Git(tmp_path).run("status", check=False)[0] != 0
 
 
+@posix_only(FAKE_GIT)
 def test_git_that_fails_without_a_word_is_one_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_git("exit 3", tmp_path, monkeypatch)
     with pytest.raises(GitError) as caught:
@@ -502,6 +505,7 @@ def test_build_arguments_leaves_out_only_the_files_that_vanished(tmp_path: Path)
     assert [w.split(":")[0] for w in warnings] == ["a-gone.txt", "c-gone.txt"]
 
 
+@posix_only(DELETED_CWD)
 def test_build_arguments_in_a_deleted_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     checkout = Checkout.open(None, cwd=tmp_path, warn=lambda _: None)
     gone = tmp_path / "gone"

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import codescout_exe
+from tests.platforms import FAKE_GIT, PROC, SIGNALS, linux_only, posix_only
 
 CALL = {"name": "rank_search_results", "arguments": {"hits": [{"path": "a.py", "matches": 3, "last_modified_days": 4}]}}
 
@@ -122,6 +123,7 @@ def test_a_response_sent_to_the_server_is_never_answered(response: dict[str, Any
 # --- greedy batches -------------------------------------------------------------------------------------
 
 
+@linux_only(PROC)
 def test_a_batch_of_a_million_members_is_one_error_in_little_memory() -> None:
     server = subprocess.Popen([codescout_exe(), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert server.stdin is not None and server.stdout is not None
@@ -153,6 +155,7 @@ def test_a_batch_of_the_most_members_served_is_answered_whole() -> None:
 # --- a client that never reads ----------------------------------------------------------------------------
 
 
+@linux_only(PROC)
 def test_a_client_that_never_reads_its_answers_gets_no_more_of_them_made() -> None:
     server = subprocess.Popen(
         [codescout_exe(), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
@@ -188,6 +191,7 @@ def test_a_client_that_never_reads_its_answers_gets_no_more_of_them_made() -> No
 # --- how long answers are waited for after stdin closes ------------------------------------------------------
 
 
+@posix_only(FAKE_GIT)
 def test_after_stdin_closes_answers_are_waited_for_as_long_as_a_call_may_take(tmp_path: Path) -> None:
     """Both limits are one setting: a call that runs into the time allowed is an error, answered."""
     from codescout_mcp.protocol import CALL_SECONDS
@@ -229,7 +233,7 @@ def test_after_stdin_closes_answers_are_waited_for_as_long_as_a_call_may_take(tm
 # --- stopping quietly ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="signals sent by number are POSIX-only")
+@posix_only(SIGNALS)
 @pytest.mark.parametrize("attempt", range(5))
 def test_a_stop_in_the_middle_of_things_says_nothing(attempt: int) -> None:
     server = subprocess.Popen(

@@ -25,6 +25,7 @@ import pytest
 from codescout_mcp.handshake import DATA, fingerprint, record
 from codescout_mcp.protocol import HANDSHAKE_VERSIONS
 from tests.helpers import installed
+from tests.platforms import SIGNALS, posix_only
 
 CALL = {"name": "rank_search_results", "arguments": {"hits": [{"path": "a.py", "matches": 3, "last_modified_days": 4}]}}
 
@@ -193,7 +194,7 @@ def test_a_loop_without_signal_handlers_starts_answers_and_stops_at_the_end_of_s
     assert replies[4]["result"]["structuredContent"]["results"][0]["score"] == 296
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="signals sent by number are POSIX-only")
+@posix_only(SIGNALS)
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_loop_without_signal_handlers_still_stops_on_a_signal(signum: int) -> None:
     server = subprocess.Popen(

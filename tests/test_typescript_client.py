@@ -21,6 +21,7 @@ from codescout_mcp.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_NAME
 from tests.helpers import EXAMPLE, EXAMPLE_RESULT, installed
 from tests.httpserver import RunningServer, serving
 from tests.nodetools import NodeTools
+from tests.platforms import alive
 
 SDKS = {
     "latest": ("@modelcontextprotocol/sdk", "2025-11-25"),
@@ -59,11 +60,8 @@ def check_report(report: dict[str, Any]) -> None:
 
 
 def gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"  # a zombie has exited
-    except FileNotFoundError:
-        return True
+    """Whether the process has exited (a zombie has too)."""
+    return not alive(pid)
 
 
 @pytest.mark.parametrize("version", list(SDKS))

@@ -375,7 +375,7 @@ def end_child(proc: subprocess.Popen[bytes]) -> None:
     """End a child and whatever it started, now (its output pipes then close)."""
     import subprocess
 
-    if CURRENT.windows:  # pragma: no cover - Windows: no process groups to signal
+    if sys.platform == "win32":  # pragma: no cover - Windows: no process groups to signal
         subprocess.run(
             ["taskkill", "/F", "/T", "/PID", str(proc.pid)],
             stdin=subprocess.DEVNULL,

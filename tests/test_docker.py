@@ -32,7 +32,7 @@ from mcp import Client, StdioServerParameters
 
 from codescout_mcp import __version__
 from codescout_mcp.contract import TOOL_NAME, WORKSPACE_TOOL_NAME
-from tests.gitrepo import DAY, Repo, run
+from tests.gitrepo import DAY, Repo, run, workspace_call
 from tests.helpers import EXAMPLE, EXAMPLE_RESULT, ROOT, codescout_exe
 from tests.nodetools import NodeTools
 from tests.platforms import linux_only, root_only
@@ -406,3 +406,57 @@ def test_docker_stop_ends_the_stdio_server_at_once_with_status_0(image: str, whe
         shown = f"running at {running_after:.2f} s, stopped at {stopped_after:.2f} s, took {elapsed:.2f} s"
         assert (elapsed < STOP_SECONDS, exit_code(name), server.returncode) == (True, 0, 0), (shown, stderr)
         assert b"Traceback" not in stderr
+
+
+# --- a checkout nobody vetted, mounted at the trusted /w ------------------------------------------
+
+
+def test_a_booby_trapped_checkout_at_w_runs_nothing_in_the_image(image: str, tmp_path: Path) -> None:
+    """The image trusts /w (safe.directory), so git there reads the checkout's own config.
+
+    Every command the repository configures (filters, textconv, hooks, fsmonitor, pager, gpg,
+    a transport for missing objects: tests/test_hostile_checkouts.py) leaves a mark when it
+    runs. A plain `git status` in the image shows the traps are armed and reachable; the
+    README's workspace command answers from the same mount and leaves no mark.
+    """
+    from tests.test_hostile_checkouts import booby_trapped
+
+    repo, marks = booby_trapped(tmp_path)
+    paths = ["src/a.py", "src/b.py", "deep/dir/c.py"]
+    expected, _ = workspace_call(repo.root, paths)  # on the host, for the same files
+    assert not expected.get("isError"), expected
+    assert sorted(p.name for p in marks.iterdir()) == []
+
+    if sys.platform == "win32":  # the module runs on Linux only; this is for the type checker
+        raise AssertionError("Linux only")
+    # The checkout belongs to someone else, as a mounted one does; the traps' scripts and files
+    # sit at the same paths inside the container, and the marks folder takes anyone's mark.
+    for folder, dirs, files in os.walk(repo.root):
+        for entry in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+            os.lchown(entry, 20001, 20001)
+    tmp_path.chmod(0o755)
+    marks.chmod(0o777)
+    mounts = ["-v", f"{tmp_path}:{tmp_path}:ro", "-v", f"{marks}:{marks}"]
+
+    armed = docker(
+        "run", "--rm", *mounts, "-v", f"{repo.root}:/w:ro", "--entrypoint", "git", image, "status", "--short",
+        timeout=120, check=False,
+    )  # fmt: skip
+    # git's own status there runs the checkout's fsmonitor and its (included) clean filter.
+    assert {"fsmonitor", "include-clean"} <= {p.name for p in marks.iterdir()}, armed.stdout + armed.stderr
+    for mark in marks.iterdir():
+        mark.unlink()
+
+    readme = readme_docker_argv("Docker (the checkout mounted read-only at `/w`")
+    argv = with_image([f"{repo.root}:/w:ro" if word.endswith(":/w:ro") else word for word in readme], image)
+    argv[argv.index("--rm") + 1 : argv.index("--rm") + 1] = mounts
+
+    async def ask() -> Any:
+        params = StdioServerParameters(command=argv[0], args=argv[1:])
+        async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+            result = await client.call_tool(WORKSPACE_TOOL_NAME, {"hits": [{"path": p, "matches": 1} for p in paths]})
+            assert not result.is_error, result.content
+            return result.structured_content
+
+    assert anyio.run(ask) == expected["structuredContent"]
+    assert sorted(p.name for p in marks.iterdir()) == []

@@ -7,6 +7,7 @@ outlasts the old drain limit, and the stop: quiet on stderr.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -186,6 +187,10 @@ def test_a_client_that_never_reads_its_answers_gets_no_more_of_them_made() -> No
     finally:
         server.kill()
         server.wait()
+        writer.join(10)
+        # What the writer still buffered can never be sent: close now, not in a finalizer later.
+        with contextlib.suppress(OSError):
+            server.stdin.close()
 
 
 # --- how long answers are waited for after stdin closes ------------------------------------------------------

@@ -288,7 +288,7 @@ def add_mcp_options(mcp_cmd: argparse.ArgumentParser) -> None:
         type=_positive,
         metavar="N",
         help="bytes of request bodies and unsent answers held at once; a request with no room waits up to 2 s, "
-        "then gets 503 with Retry-After (default 67108864, 64 MiB; at least --max-body-bytes)",
+        "then gets 503 with Retry-After (default 33554432, 32 MiB; at least --max-body-bytes; peak memory: README)",
     )
     http.add_argument(
         "--request-timeout",

@@ -109,7 +109,7 @@ class HttpSettings:
     allow_hosts: tuple[str, ...] = ()
     allow_origins: tuple[str, ...] = ()
     max_body_bytes: int = 32 * MIB
-    max_buffered_bytes: int = 64 * MIB
+    max_buffered_bytes: int = 32 * MIB
     request_timeout: float = 30.0
     write_timeout: float = 30.0
     max_concurrent: int = 32

@@ -14,7 +14,8 @@ every attempt's status (none may be lost or reset), how many calls were served i
 and the server's peak RSS against the README's formula (`peak_budget_mib`) and against
 1.5 GiB.
 Phase 3: the largest answers for the bytes: calls of tiny hits whose limit returns every
-hit, as many at once as the byte budget admits. Reported: peak RSS against the formula.
+hit, first the largest the limits admit alone, then as many smaller ones at once as the byte
+budget admits. Reported: peak RSS against the formula.
 Before both, one call alone gives the server's memory per MiB of body (peak less idle).
 """
 
@@ -139,8 +140,14 @@ def call_body(hits: int) -> bytes:
 def tiny_hits_body(size: int) -> bytes:
     """A call of about `size` bytes of the smallest hits there are, every one of them returned."""
     count = size // 50
-    hits = [{"path": str(i), "matches": 1 + i % 7, "last_modified_days": i % 11} for i in range(count)]
-    return call_for({"hits": hits, "limit": count})
+    body = b""
+    for _ in range(3):  # the hits' size varies with their number: scale to fit under `size`
+        hits = [{"path": str(i), "matches": 1 + i % 7, "last_modified_days": i % 11} for i in range(count)]
+        body = call_for({"hits": hits, "limit": count})
+        if len(body) <= size:
+            break
+        count = int(count * size / len(body) * 0.999)
+    return body
 
 
 def call_for(arguments: dict[str, object]) -> bytes:
@@ -168,6 +175,24 @@ def calling(port: int, body: bytes, attempts: list[int], served: list[bool]) -> 
             served.append(status == 200)
             return
         time.sleep(float(retry_after or 1))
+
+
+def at_once(limits: list[str], body: bytes, count: int) -> tuple[list[int], float]:
+    """`count` copies of one call sent at once to a fresh server: their statuses, and its peak RSS in MiB."""
+    server = Server("--request-timeout", "300", *limits)
+    try:
+        answers: list[int] = []
+        threads = [
+            threading.Thread(target=lambda: answers.append(post(server.port, body, timeout=600)[0]))
+            for _ in range(count)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return answers, server.memory_kib("VmHWM") / 1024
+    finally:
+        server.stop()
 
 
 def counted(statuses: list[int]) -> dict[int, int]:
@@ -293,34 +318,21 @@ def main() -> int:
     finally:
         server.stop()
 
-    # The smoke keeps this phase small: a 4 MiB budget (and bodies up to 2 MiB) instead of the default.
-    small = 4 * 2**20
-    tiny_budget = small if args.smoke else budget
-    limits = ["--max-body-bytes", str(small // 2), "--max-buffered-bytes", str(small)] if args.smoke else []
-    server = Server("--request-timeout", "300", *limits)
-    try:
-        size = tiny_budget // 5  # four or five at once, with room for their headers
+    # The smoke keeps this phase small: a 4 MiB budget (and body cap) instead of the default.
+    tiny_budget = 4 * 2**20 if args.smoke else budget
+    formula = peak_budget_mib(tiny_budget)
+    limits = ["--max-body-bytes", str(tiny_budget), "--max-buffered-bytes", str(tiny_budget)]
+    # The largest such call the limits admit, alone; then four or five smaller ones at once.
+    for size in (tiny_budget - 2**16, tiny_budget // 5):
         tiny = tiny_hits_body(size)
         together = tiny_budget // len(tiny)
-        formula = peak_budget_mib(tiny_budget)
         print(
-            f"phase 3: {together} calls of {len(tiny) / 2**20:.1f} MiB of tiny hits, every hit returned, at once, "
-            f"--max-buffered-bytes {tiny_budget}"
+            f"phase 3: {together} call{'s' if together > 1 else ''} of {len(tiny) / 2**20:.1f} MiB of tiny hits, "
+            f"every hit returned, at once, --max-buffered-bytes {tiny_budget}"
         )
-        answers: list[int] = []
-        threads = [
-            threading.Thread(target=lambda: answers.append(post(server.port, tiny, timeout=600)[0]))
-            for _ in range(together)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        peak = server.memory_kib("VmHWM") / 1024
+        answers, peak = at_once(limits, tiny, together)
         print(f"  answers: {counted(answers)}")
         print(f"  server peak RSS {peak:.0f} MiB; formula {formula:.0f} MiB ({'under' if peak < formula else 'OVER'})")
-    finally:
-        server.stop()
     return 0
 
 

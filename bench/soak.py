@@ -1,14 +1,22 @@
-"""Soak the HTTP server: slow clients beside normal traffic, then large calls at the concurrency cap.
+"""Soak the HTTP server: slow clients beside normal traffic, then the worst the default limits admit.
 
-    python bench/soak.py            # 1,000 slow connections; 30 MiB calls at --max-concurrent 32
-    python bench/soak.py --smoke    # 50 slow connections; 2 MiB calls at --max-concurrent 4
+    python bench/soak.py            # 1,000 slow connections; 40 clients x 2 waves of 29.5 MiB calls
+    python bench/soak.py --smoke    # 50 slow connections; 5 clients x 2 waves of 2 MiB calls
 
 Phase 1: slow connections trickle request headers a byte a second while client threads send
 100-hit calls. Reported: requests served, their p50 and p99 (against the same traffic with no
 slow clients, measured first, in the same run), the server's peak RSS, and how many slow
 connections are still open once --request-timeout has passed.
-Phase 2: more large calls than --max-concurrent at once. Reported: how many were served and
-how many got 503, and the server's peak RSS against its RSS when idle.
+Phase 2: more large calls than --max-concurrent at once, in two waves (the second starts as
+the first ends); a call refused with 503 is sent again after its Retry-After, within
+RETRY_FOR seconds. Reported: the first wave's first answers (how many 200, how many 503),
+every attempt's status (none may be lost or reset), how many calls were served in the end,
+and the server's peak RSS against the README's formula (`peak_budget_mib`) and against
+1.5 GiB.
+Phase 3: the largest answers for the bytes: calls of tiny hits whose limit returns every
+hit, first the largest the limits admit alone, then as many smaller ones at once as the byte
+budget admits. Reported: peak RSS against the formula.
+Before both, one call alone gives the server's memory per MiB of body (peak less idle).
 """
 
 from __future__ import annotations
@@ -32,6 +40,19 @@ import contextlib
 from bench.bench import CODESCOUT, make_hits
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+# The README's peak-memory formula ("Remote use"): the idle server plus, for each byte the
+# budget (--max-buffered-bytes) admits, what serving it may cost at worst (tiny hits, every
+# one returned: the parsed hits, their copies, the results and the answer's text and bytes).
+IDLE_MIB = 80
+WORST_PER_MIB = 42
+# How long a client keeps sending a call refused with 503 again.
+RETRY_FOR = 300.0
+
+
+def peak_budget_mib(max_buffered_bytes: int) -> float:
+    """The most memory the README says the server may use with this --max-buffered-bytes."""
+    return IDLE_MIB + WORST_PER_MIB * max_buffered_bytes / 2**20
 
 
 class Server:
@@ -67,13 +88,19 @@ class Server:
 
 
 def post(port: int, body: bytes, timeout: float = 120) -> tuple[int, float]:
+    status, elapsed, _ = post_read(port, body, timeout)
+    return status, elapsed
+
+
+def post_read(port: int, body: bytes, timeout: float = 120) -> tuple[int, float, str | None]:
+    """A POST's status, its time, and its Retry-After header."""
     start = time.perf_counter()
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         connection.request("POST", "/mcp", body, {**HEADERS, "Content-Length": str(len(body))})
         response = connection.getresponse()
         response.read()
-        return response.status, time.perf_counter() - start
+        return response.status, time.perf_counter() - start, response.getheader("Retry-After")
     finally:
         connection.close()
 
@@ -107,14 +134,72 @@ def summary(results: list[tuple[int, float]]) -> str:
 
 
 def call_body(hits: int) -> bytes:
-    arguments = {"hits": make_hits(hits), "limit": 5}
+    return call_for({"hits": make_hits(hits), "limit": 5})
+
+
+def tiny_hits_body(size: int) -> bytes:
+    """A call of about `size` bytes of the smallest hits there are, every one of them returned."""
+    count = size // 50
+    body = b""
+    for _ in range(3):  # the hits' size varies with their number: scale to fit under `size`
+        hits = [{"path": str(i), "matches": 1 + i % 7, "last_modified_days": i % 11} for i in range(count)]
+        body = call_for({"hits": hits, "limit": count})
+        if len(body) <= size:
+            break
+        count = int(count * size / len(body) * 0.999)
+    return body
+
+
+def call_for(arguments: dict[str, object]) -> bytes:
     message = {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
         "params": {"name": "rank_search_results", "arguments": arguments},
     }
-    return json.dumps(message).encode()
+    return json.dumps(message, separators=(",", ":")).encode()
+
+
+def calling(port: int, body: bytes, attempts: list[int], served: list[bool]) -> None:
+    """One client's call: sent again after Retry-After while it gets 503, within RETRY_FOR seconds."""
+    deadline = time.monotonic() + RETRY_FOR
+    while True:
+        try:
+            status, _, retry_after = post_read(port, body, timeout=600)
+        except OSError:
+            attempts.append(0)  # reset, or closed before an answer could be read
+            served.append(False)
+            return
+        attempts.append(status)
+        if status != 503 or time.monotonic() > deadline:
+            served.append(status == 200)
+            return
+        time.sleep(float(retry_after or 1))
+
+
+def at_once(limits: list[str], body: bytes, count: int) -> tuple[list[int], float]:
+    """`count` copies of one call sent at once to a fresh server: their statuses, and its peak RSS in MiB."""
+    server = Server("--request-timeout", "300", *limits)
+    try:
+        answers: list[int] = []
+        threads = [
+            threading.Thread(target=lambda: answers.append(post(server.port, body, timeout=600)[0]))
+            for _ in range(count)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return answers, server.memory_kib("VmHWM") / 1024
+    finally:
+        server.stop()
+
+
+def counted(statuses: list[int]) -> dict[int, int]:
+    found: dict[int, int] = {}
+    for status in statuses:
+        found[status] = found.get(status, 0) + 1
+    return dict(sorted(found.items()))
 
 
 def slow_clients(port: int, count: int, stop: threading.Event) -> list[socket.socket]:
@@ -161,7 +246,7 @@ def main() -> int:
     import resource
 
     slow, seconds, timeout = (50, 4.0, 3) if args.smoke else (1_000, 20.0, 10)
-    large_mib, cap = (2, 4) if args.smoke else (30, 32)
+    large_mib, cap = (2.0, 4) if args.smoke else (29.5, 32)
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))  # the server inherits it
 
@@ -185,39 +270,69 @@ def main() -> int:
     finally:
         server.stop()
 
+    budget = 32 * 2**20  # the default --max-buffered-bytes
+    formula = peak_budget_mib(budget)
     server = Server("--max-concurrent", str(cap), "--request-timeout", "300")
     try:
         idle = server.memory_kib("VmRSS")
-        hits = large_mib * 1024 * 1024 // 110
+        hits = int(large_mib * 2**20 // 105)
         big = call_body(hits)
+        hits = int(hits * large_mib * 2**20 / len(big))  # the hits' size varies: scale to the size asked for
+        big = call_body(hits)
+        status, _ = post(server.port, big, timeout=600)
+        alone = server.memory_kib("VmHWM")
+        per_mib = (alone - idle) / 1024 / (len(big) / 2**20)
+        print(f"one call of {len(big) / 2**20:.1f} MiB alone: {status}, {per_mib:.2f} MiB of memory per MiB of body")
         sending = cap + cap // 4
-        print(f"phase 2: {sending} calls of {len(big) / 2**20:.0f} MiB ({hits:,} hits) at once, --max-concurrent {cap}")
-        results: list[tuple[int, float]] = []
-        barrier = threading.Barrier(sending)
-
-        def one() -> None:
-            barrier.wait()
-            try:
-                results.append(post(server.port, big, timeout=600))
-            except OSError:
-                results.append((0, 0.0))  # reset before an answer could be read
-
-        threads = [threading.Thread(target=one) for _ in range(sending)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        statuses: dict[int, int] = {}
-        for status, _ in results:
-            statuses[status] = statuses.get(status, 0) + 1
-        peak = server.memory_kib("VmHWM")
-        print(f"  answers: {dict(sorted(statuses.items()))}")
         print(
-            f"  server RSS idle {idle / 1024:.0f} MiB, peak {peak / 1024:.0f} MiB, "
-            f"{(peak - idle) / 1024 / max(1, min(cap, statuses.get(200, 1))):.0f} MiB per call in flight"
+            f"phase 2: {sending} clients x 2 waves of {len(big) / 2**20:.1f} MiB calls ({hits:,} hits), "
+            f"--max-concurrent {cap}, --max-buffered-bytes {budget}"
+        )
+        first: list[int] = []
+        attempts: list[int] = []
+        served: list[bool] = []
+        for wave in range(2):
+            barrier = threading.Barrier(sending)
+            wave_attempts: list[list[int]] = [[] for _ in range(sending)]
+
+            def one(mine: list[int], barrier: threading.Barrier) -> None:
+                barrier.wait()
+                calling(server.port, big, mine, served)
+
+            threads = [threading.Thread(target=one, args=(mine, barrier)) for mine in wave_attempts]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            if wave == 0:
+                first = [mine[0] for mine in wave_attempts if mine]
+            attempts += [status for mine in wave_attempts for status in mine]
+        peak = server.memory_kib("VmHWM") / 1024
+        print(f"  answers: {counted(first)}")
+        print(f"  every attempt: {counted(attempts)}; lost or reset: {attempts.count(0)}")
+        print(f"  served in the end: {sum(served)} of {len(served)} calls")
+        print(
+            f"  server RSS idle {idle / 1024:.0f} MiB, peak {peak:.0f} MiB; formula {formula:.0f} MiB "
+            f"({'under' if peak < formula else 'OVER'}), 1.5 GiB ({'under' if peak < 1536 else 'OVER'})"
         )
     finally:
         server.stop()
+
+    # The smoke keeps this phase small: a 4 MiB budget (and body cap) instead of the default.
+    tiny_budget = 4 * 2**20 if args.smoke else budget
+    formula = peak_budget_mib(tiny_budget)
+    limits = ["--max-body-bytes", str(tiny_budget), "--max-buffered-bytes", str(tiny_budget)]
+    # The largest such call the limits admit, alone; then four or five smaller ones at once.
+    for size in (tiny_budget - 2**16, tiny_budget // 5):
+        tiny = tiny_hits_body(size)
+        together = tiny_budget // len(tiny)
+        print(
+            f"phase 3: {together} call{'s' if together > 1 else ''} of {len(tiny) / 2**20:.1f} MiB of tiny hits, "
+            f"every hit returned, at once, --max-buffered-bytes {tiny_budget}"
+        )
+        answers, peak = at_once(limits, tiny, together)
+        print(f"  answers: {counted(answers)}")
+        print(f"  server peak RSS {peak:.0f} MiB; formula {formula:.0f} MiB ({'under' if peak < formula else 'OVER'})")
     return 0
 
 

@@ -284,10 +284,23 @@ def add_mcp_options(mcp_cmd: argparse.ArgumentParser) -> None:
         help="largest request body accepted; larger gets 413 (default 33554432, 32 MiB)",
     )
     http.add_argument(
+        "--max-buffered-bytes",
+        type=_positive,
+        metavar="N",
+        help="bytes of request bodies and unsent answers held at once; a request with no room waits up to 2 s, "
+        "then gets 503 with Retry-After (default 33554432, 32 MiB; at least --max-body-bytes; peak memory: README)",
+    )
+    http.add_argument(
         "--request-timeout",
         type=_seconds,
         metavar="SECONDS",
         help="a request's headers and body must arrive within this time, else 408 (default 30)",
+    )
+    http.add_argument(
+        "--write-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="an answer whose client reads none of it for this long is dropped with its connection (default 30)",
     )
     http.add_argument(
         "--max-concurrent",
@@ -300,6 +313,16 @@ def add_mcp_options(mcp_cmd: argparse.ArgumentParser) -> None:
         type=_seconds,
         metavar="SECONDS",
         help="on SIGTERM, how long to let requests in flight finish (default 10)",
+    )
+    http.add_argument(
+        "--tls-certfile",
+        metavar="FILE",
+        help="serve HTTPS with this PEM certificate (chain); it may hold the private key too",
+    )
+    http.add_argument(
+        "--tls-keyfile",
+        metavar="FILE",
+        help="the PEM private key for --tls-certfile, when that file does not hold it",
     )
     mcp_cmd.set_defaults(run=_run_mcp, parser=mcp_cmd)
 
@@ -419,9 +442,13 @@ _HTTP_OPTIONS = (
     "allow_host",
     "allow_origin",
     "max_body_bytes",
+    "max_buffered_bytes",
     "request_timeout",
+    "write_timeout",
     "max_concurrent",
     "shutdown_timeout",
+    "tls_certfile",
+    "tls_keyfile",
 )
 _STDIO_OPTIONS = ("max_message_bytes",)
 
@@ -512,6 +539,9 @@ def _run_mcp(args: argparse.Namespace) -> int:
             workspace=workspace,
         )
 
+    if args.tls_keyfile is not None and args.tls_certfile is None:
+        args.parser.error("--tls-keyfile needs --tls-certfile (the certificate the key belongs to)")
+
     from codescout_mcp.remote import HttpSettings, serve_http
 
     defaults = HttpSettings()
@@ -521,9 +551,13 @@ def _run_mcp(args: argparse.Namespace) -> int:
         allow_hosts=tuple(args.allow_host or ()),
         allow_origins=tuple(args.allow_origin or ()),
         max_body_bytes=args.max_body_bytes or defaults.max_body_bytes,
+        max_buffered_bytes=args.max_buffered_bytes or defaults.max_buffered_bytes,
         request_timeout=args.request_timeout or defaults.request_timeout,
+        write_timeout=args.write_timeout or defaults.write_timeout,
         max_concurrent=args.max_concurrent or defaults.max_concurrent,
         shutdown_timeout=args.shutdown_timeout or defaults.shutdown_timeout,
+        tls_certfile=args.tls_certfile,
+        tls_keyfile=args.tls_keyfile,
         log_level=args.log_level,
     )
     return serve_http(settings, workspace=workspace)

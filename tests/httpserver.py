@@ -62,11 +62,12 @@ class RunningServer:
             if not line:
                 raise AssertionError(f"server did not start: {self.banner}")
             self.banner += line
-        found = re.search(r"http://(\S+?):(\d+)/mcp", self.banner)
+        found = re.search(r"(https?)://(\S+?):(\d+)/mcp", self.banner)
         assert found is not None
-        self.host = found.group(1).strip("[]")
-        self.port = int(found.group(2))
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.scheme = found.group(1)
+        self.host = found.group(2).strip("[]")
+        self.port = int(found.group(3))
+        self.url = f"{self.scheme}://127.0.0.1:{self.port}/mcp"
         self._log: list[bytes] = []
         self._reader = threading.Thread(target=self._drain, daemon=True)
         self._reader.start()
@@ -112,6 +113,14 @@ class RunningServer:
         status, body = self.call()
         assert status == 200, body
         return json.loads(body)["result"]
+
+    def peak_rss_mib(self) -> float:
+        """The server's peak resident memory so far, in MiB (Linux: /proc)."""
+        with open(f"/proc/{self.proc.pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        raise AssertionError("no VmHWM in /proc/PID/status")
 
     def stop(self, timeout: float = 20) -> tuple[int, str]:
         """Ask the server to stop as a user would (SIGTERM; Ctrl-Break on Windows); its status and log."""

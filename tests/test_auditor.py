@@ -1,9 +1,11 @@
 """mcpscore, an independent MCP auditor ("Lighthouse for MCP"), against the server as users run it.
 
 Three targets: `codescout-mcp` over stdio, the same with `--workspace` (the second tool), and
-`codescout mcp --transport streamable-http`. Every rule mcpscore judges must pass, except the
-ones `tests/auditor/baseline.json` names for that target, each with its reason; a baselined
-rule that passes (or is no longer judged) fails the test too, so the baseline stays exact.
+`codescout mcp --transport streamable-http` served over HTTPS (`--tls-certfile`/`--tls-keyfile`
+with a certificate made for the test, whose CA mcpscore trusts through `SSL_CERT_FILE`). Every rule
+mcpscore judges must pass, except the ones `tests/auditor/baseline.json` names for that target,
+each with its reason; a baselined rule that passes (or is no longer judged) fails the test too,
+so the baseline stays exact.
 
 mcpscore runs from its own environment (`tests/auditor/requirements.txt`, installed once into
 `.cache/mcpscore/<hash>/`): it needs Python 3.11 or newer and pins the MCP SDK exactly, and the
@@ -29,12 +31,13 @@ from tests.gitrepo import Repo
 from tests.helpers import ROOT, installed
 from tests.httpserver import RunningServer, serving
 from tests.platforms import exclusive
+from tests.tlscerts import make_certificates
 
 REQUIREMENTS = ROOT / "tests" / "auditor" / "requirements.txt"
 BASELINE = ROOT / "tests" / "auditor" / "baseline.json"
 CACHE = ROOT / ".cache" / "mcpscore"
-TARGETS = ("stdio", "stdio-workspace", "http")
-TRANSPORT = {"stdio": "stdio", "stdio-workspace": "stdio", "http": "streamable-http"}
+TARGETS = ("stdio", "stdio-workspace", "https")
+TRANSPORT = {"stdio": "stdio", "stdio-workspace": "stdio", "https": "streamable-http"}
 
 # Rules mcpscore skips for want of evidence rather than as not applicable. Over stdio there is
 # no HTTP surface to probe (auth, malformed bodies); a server that declares no prompts or
@@ -124,14 +127,23 @@ def mcpscore() -> Path:
 
 
 @pytest.fixture(scope="module")
-def http_server() -> Iterator[RunningServer]:
-    yield from serving()
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """The test's CA, and a certificate and key for 127.0.0.1 signed by it."""
+    return make_certificates(tmp_path_factory.mktemp("tls"))
 
 
-def audit(mcpscore: Path, target: str, server: RunningServer | None, workspace: Path) -> dict[str, Any]:
-    """mcpscore's JSON report on one target."""
-    if target == "http":
-        assert server is not None
+@pytest.fixture(scope="module")
+def https_server(certificates: tuple[Path, Path, Path]) -> Iterator[RunningServer]:
+    _, cert, key = certificates
+    yield from serving("--tls-certfile", str(cert), "--tls-keyfile", str(key))
+
+
+def audit(
+    mcpscore: Path, target: str, server: RunningServer | None, workspace: Path, ca: Path | None = None
+) -> dict[str, Any]:
+    """mcpscore's JSON report on one target (trusting the CA `ca`, for HTTPS)."""
+    if target == "https":
+        assert server is not None and server.url.startswith("https://")
         where = [server.url]
     else:
         where = ["--stdio", installed("codescout-mcp")]
@@ -144,7 +156,12 @@ def audit(mcpscore: Path, target: str, server: RunningServer | None, workspace: 
         capture_output=True,
         text=True,
         cwd=workspace,
-        env={**os.environ, "NO_PROXY": no_proxy, "no_proxy": no_proxy},
+        env={
+            **os.environ,
+            "NO_PROXY": no_proxy,
+            "no_proxy": no_proxy,
+            **({"SSL_CERT_FILE": str(ca)} if ca is not None else {}),
+        },
         timeout=300,
         check=False,
     )
@@ -167,12 +184,13 @@ def test_the_baseline_gives_every_entry_a_reason_and_a_known_target() -> None:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_mcpscore_passes_every_rule_it_judges_but_the_baselined(
-    mcpscore: Path, http_server: RunningServer, target: str, tmp_path: Path
+    mcpscore: Path, https_server: RunningServer, certificates: tuple[Path, Path, Path], target: str, tmp_path: Path
 ) -> None:
     project = Repo(tmp_path / "project")
     project.write("src/app.py", "print('hi')\n")
     project.commit("2026-01-01T12:00:00+00:00", "src/app.py")
-    report = audit(mcpscore, target, http_server if target == "http" else None, project.root)
+    https = target == "https"
+    report = audit(mcpscore, target, https_server if https else None, project.root, certificates[0] if https else None)
 
     assert report["mcpscore_version"] == pinned_version()
     assert report["transport"] == TRANSPORT[target]

@@ -527,9 +527,13 @@ def test_http_defaults_port_8000_and_its_limits(monkeypatch: pytest.MonkeyPatch)
             allow_hosts=(),
             allow_origins=(),
             max_body_bytes=32 * 1024 * 1024,
+            max_buffered_bytes=32 * 1024 * 1024,
             request_timeout=30.0,
+            write_timeout=30.0,
             max_concurrent=32,
             shutdown_timeout=10.0,
+            tls_certfile=None,
+            tls_keyfile=None,
             log_level="warning",
         )
     ]

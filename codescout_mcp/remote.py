@@ -932,9 +932,12 @@ def serve_http(settings: HttpSettings, *, workspace: str | None = None) -> int:
         timeout_graceful_shutdown=settings.shutdown_timeout,  # type: ignore[arg-type]
     )
     server = _GracefulServer(config)
-    # Stop cleanly on a signal from now on, even before uvicorn takes the signals over.
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, server.handle_exit)
+    # Stop cleanly on a signal from now on, even before uvicorn takes the signals over
+    # (Ctrl-Break, SIGBREAK, on Windows, where uvicorn handles it too).
+    for name in ("SIGTERM", "SIGINT", "SIGBREAK"):
+        signum = getattr(signal, name, None)
+        if signum is not None:
+            signal.signal(signum, server.handle_exit)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     scheme = "https" if settings.tls_certfile is not None else "http"

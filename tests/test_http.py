@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -537,3 +538,35 @@ def test_http_defaults_port_8000_and_its_limits(monkeypatch: pytest.MonkeyPatch)
             log_level="warning",
         )
     ]
+
+
+@posix_only(SIGNALS)
+def test_ctrl_break_stops_the_http_server_as_ctrl_c_does() -> None:
+    """Windows's Ctrl-Break (SIGBREAK) stops the server cleanly, from its first moment.
+
+    Linux has no SIGBREAK: here SIGUSR1 stands in for it, named SIGBREAK before the server
+    starts. Without a handler for it, the signal's default action would end the process.
+    """
+    wrapper = (
+        "import signal, sys\n"
+        "signal.SIGBREAK = signal.SIGUSR1\n"
+        "from codescout_mcp.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-c", wrapper, "mcp", "--transport", "streamable-http", "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert server.stderr is not None
+    banner = server.stderr.readline()
+    assert b"serving MCP" in banner, banner
+    started = time.monotonic()
+    server.send_signal(signal.SIGUSR1)
+    try:
+        status = server.wait(timeout=15)
+    finally:
+        server.kill()
+    rest = server.stderr.read()
+    assert (status, rest) == (0, b"")
+    assert time.monotonic() - started < 5

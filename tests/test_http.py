@@ -547,6 +547,8 @@ def test_ctrl_break_stops_the_http_server_as_ctrl_c_does() -> None:
     Linux has no SIGBREAK: here SIGUSR1 stands in for it, named SIGBREAK before the server
     starts. Without a handler for it, the signal's default action would end the process.
     """
+    if sys.platform == "win32":  # the mark skips it there; said so for mypy judging the suite as Windows
+        raise AssertionError("POSIX only")
     wrapper = (
         "import signal, sys\n"
         "signal.SIGBREAK = signal.SIGUSR1\n"

@@ -245,7 +245,7 @@ def main() -> int:
         raise SystemExit("soak.py reads the server's memory from /proc and raises its descriptor limit: Linux only")
     import resource
 
-    slow, seconds, timeout = (50, 4.0, 3) if args.smoke else (1_000, 20.0, 10)
+    slow, seconds, timeout = (50, 2.0, 2) if args.smoke else (1_000, 20.0, 10)
     large_mib, cap = (2.0, 4) if args.smoke else (29.5, 32)
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))  # the server inherits it

@@ -101,13 +101,14 @@ def bench_many_hits(count: int, rounds: int, workdir: Path) -> bool:
     ok = report(
         f"{count:,} hits: rank time / json.load time",
         m["candidate_s"] / m["baseline_s"],
-        2.5,
+        1.5,
         f"{m['candidate_s']:.2f} s vs {m['baseline_s']:.2f} s, {size_mb:.0f} MB file",
     )
+    # The peak may not pass json.load's: the input's bytes and its text are never alive together.
     ok &= report(
         f"{count:,} hits: rank peak RSS / json.load peak",
         m["candidate_rss_mib"] / m["baseline_rss_mib"],
-        1.5,
+        1.0,
         f"{m['candidate_rss_mib']:.0f} MiB vs {m['baseline_rss_mib']:.0f} MiB",
     )
     return ok

@@ -28,7 +28,7 @@ At the handshake-era versions (2025-03-26 to 2025-11-25, and a request with no
 `MCP-Protocol-Version`, which means 2025-03-26) the Guard reads the body itself, as the
 stdio transport reads a line (`wire.py`): what is not JSON gets -32700, what is not JSON-RPC
 -32600 (with the id when it can be read), a malformed response 400 with no JSON-RPC answer
-at all; a batch (at 2025-03-26 only) of at most MAX_BATCH members is served member by member.
+at all; a batch (at 2025-03-26 only) of at most `wire.MAX_BATCH` members is served member by member.
 Each message then goes to the SDK's `Server` (`remote_exchange.py`). At 2026-07-28 the
 SDK's own entry serves the request, and the Guard mends only its answers to invalid bodies.
 """
@@ -71,7 +71,9 @@ from codescout_mcp.wire import (
     Refusal,
     RequestId,
     Unanswerable,
+    check_batch,
     check_envelope,
+    check_unique_id,
     encode,
     is_request_id,
 )
@@ -92,8 +94,6 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 STARTED_KEY: Final = "codescout.request_started"
 
 MIB: Final = 1024 * 1024
-# A batch holds at most this many messages (as over stdio); its answers count against the budget.
-MAX_BATCH: Final = 1_000
 # How long a request waits for room in the byte budget before it gets 503.
 ADMISSION_WAIT: Final = 2.0
 # The version a request without MCP-Protocol-Version speaks (the streamable HTTP spec's rule).
@@ -571,14 +571,10 @@ class Guard:
         The answers wait in the budget until the batch is done; one that finds no room there
         becomes an error saying so.
         """
-        if not members:
-            await _respond(
-                send, 400, Refusal(INVALID_REQUEST, "Invalid request: an empty batch").reply(), json_body=True
-            )
-            return
-        if len(members) > MAX_BATCH:
-            text = f"Invalid request: a batch of {len(members)} messages; at most {MAX_BATCH} are served at once"
-            await _respond(send, 400, Refusal(INVALID_REQUEST, text).reply(), json_body=True)
+        try:
+            check_batch(members)
+        except Refusal as refusal:
+            await _respond(send, 400, refusal.reply(), json_body=True)
             return
         parts: list[bytes] = []
         seen: set[tuple[type, RequestId]] = set()  # a batch's answers are told apart by their ids
@@ -610,10 +606,7 @@ class Guard:
         try:
             message = as_message(check_envelope(member, in_batch=True))
             if isinstance(message, types.JSONRPCRequest):
-                key = (type(message.id), message.id)
-                if key in seen:
-                    raise Refusal(INVALID_REQUEST, "Invalid request: the id is used twice in this batch", message.id)
-                seen.add(key)
+                check_unique_id(message.id, seen)
         except Refusal as refusal:
             return refusal.as_dict()
         except Unanswerable as error:

@@ -8,7 +8,7 @@ here every message read is handed to the SDK in order, and every answer is writt
   requests with one id (in a batch and out of it, say) never swap answers. A cancellation
   names the newest unanswered request with that id;
 * at 2025-03-26 a batch is served member by member and answered with one array, holding at
-  most MAX_BATCH members and MAX_BATCH_ANSWER_BYTES of answers (past that, each further
+  most `wire.MAX_BATCH` members and MAX_BATCH_ANSWER_BYTES of answers (past that, each further
   answer is an error saying so, rather than memory without bound);
 * no more requests are read while answers wait unsent beyond the writer's bounds, while
   MAX_IN_FLIGHT requests are being served, or while their bytes pass the budget;
@@ -47,7 +47,9 @@ from codescout_mcp.wire import (
     Refusal,
     RequestId,
     Unanswerable,
+    check_batch,
     check_envelope,
+    check_unique_id,
     encode,
     read_line,
 )
@@ -57,7 +59,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("codescout")
 
-MAX_BATCH: Final = 1_000
 MAX_BATCH_ANSWER_BYTES: Final = 64 * 1024 * 1024
 MAX_IN_FLIGHT: Final = 64
 # Bytes of requests being served at once; one request larger than this still runs, alone.
@@ -282,13 +283,7 @@ class _Relay:
     ) -> None:
         try:
             if isinstance(value, list) and self.negotiated in BATCH_VERSIONS:
-                if not value:
-                    raise Refusal(INVALID_REQUEST, "Invalid request: an empty batch")
-                if len(value) > MAX_BATCH:
-                    raise Refusal(
-                        INVALID_REQUEST,
-                        f"Invalid request: a batch of {len(value)} messages; at most {MAX_BATCH} are served at once",
-                    )
+                check_batch(value)
                 await self._relay_batch(value, to_server, size)
                 return
             message = self._as_message(value if checked and isinstance(value, dict) else check_envelope(value))
@@ -395,12 +390,7 @@ class _Relay:
             try:
                 message = self._as_message(check_envelope(member, in_batch=True))
                 if isinstance(message, types.JSONRPCRequest):
-                    key = (type(message.id), message.id)
-                    if key in ids:
-                        raise Refusal(
-                            INVALID_REQUEST, "Invalid request: the id is used twice in this batch", message.id
-                        )
-                    ids.add(key)
+                    check_unique_id(message.id, ids)
             except Refusal as refusal:
                 batch.refused(refusal)
                 continue

@@ -221,6 +221,29 @@ class Refusal(Exception):
         return encode(self.as_dict())
 
 
+# A batch (protocol 2025-03-26) holds at most this many messages, on every transport.
+MAX_BATCH: Final = 1_000
+
+
+def check_batch(members: list[Any]) -> None:
+    """Refusal (-32600) for a batch no transport serves: an empty one, or one over MAX_BATCH."""
+    if not members:
+        raise Refusal(INVALID_REQUEST, "Invalid request: an empty batch")
+    if len(members) > MAX_BATCH:
+        raise Refusal(
+            INVALID_REQUEST,
+            f"Invalid request: a batch of {len(members)} messages; at most {MAX_BATCH} are served at once",
+        )
+
+
+def check_unique_id(request_id: RequestId, seen: set[tuple[type, RequestId]]) -> None:
+    """Refusal (-32600) for a request id used before in the same batch (1 and "1" are two ids); else note it."""
+    key = (type(request_id), request_id)
+    if key in seen:
+        raise Refusal(INVALID_REQUEST, "Invalid request: the id is used twice in this batch", request_id)
+    seen.add(key)
+
+
 def encode(message: object) -> bytes:
     """One message (or batch of them) as a line of compact UTF-8 JSON, newline included.
 

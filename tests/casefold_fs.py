@@ -50,6 +50,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tests.debian import apt_install
+
 MOUNT_SECONDS = 20.0
 
 # The mount is Linux's (see the docstring): mypy judging the suite as macOS or Windows, where
@@ -281,18 +283,6 @@ def serve(backing: str, mountpoint: str) -> None:
 # --- what a test uses ---------------------------------------------------------------------------
 
 
-def _apt_install(*packages: str) -> None:
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    # Another test worker (or another apt) may hold dpkg's lock: wait for it rather than fail.
-    install = ["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "-q", *packages]
-    done = subprocess.run(install, env=env, capture_output=True, check=False)
-    if done.returncode != 0:  # the package lists may be missing or stale
-        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, check=False)
-        done = subprocess.run(install, env=env, capture_output=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"apt-get install {' '.join(packages)} failed: {done.stderr.decode(errors='replace')}")
-
-
 def unmounter() -> list[str]:
     """The command that unmounts a FUSE mount here (fusermount from fuse 2 or 3, else umount)."""
     for name in ("fusermount", "fusermount3"):
@@ -317,11 +307,11 @@ def ensure_fuse() -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if ctypes.util.find_library("fuse") is None:
             try:
-                _apt_install("libfuse2")
+                apt_install("libfuse2")
             except RuntimeError:  # Debian 13 on: the 64-bit-time build has its own name
-                _apt_install("libfuse2t64")
+                apt_install("libfuse2t64")
         if unmounter() == ["umount"] and posix.geteuid() != 0:  # root mounts and unmounts without it
-            _apt_install("fuse")
+            apt_install("fuse")
 
 
 def _mounted_at(mountpoint: str) -> bool:

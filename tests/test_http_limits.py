@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from codescout_mcp.contract import TOOL_NAME
+from tests.debian import apt_install
 from tests.helpers import as_json, codescout_exe, reference_rank
 from tests.httpserver import CALL, RunningServer, serving
 from tests.platforms import OPEN_FILES, PROC, linux_only, posix_only
@@ -384,7 +385,7 @@ def chromium() -> str:
     """Debian's headless-capable chromium, installed with apt-get when it is missing."""
     found = shutil.which("chromium")
     if found is None:
-        subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], check=True, capture_output=True, timeout=900)
+        apt_install("chromium")
         found = shutil.which("chromium")
     assert found is not None, "apt-get install chromium did not provide a chromium command"
     return found

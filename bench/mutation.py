@@ -65,7 +65,14 @@ TESTS: dict[str, list[str]] = {
         ]
         for module in ("hits.py", "repository.py", "ripgrep.py", "git.py", "system.py")
     },
-    "codeowners.py": ["tests/test_codeowners.py", "tests/test_hits.py", "-k", "codeowners or gitlab or owner"],
+    "codeowners.py": [
+        "tests/test_codeowners.py",
+        "tests/test_globs.py",
+        "tests/test_hits.py",
+        "-k",
+        "codeowners or gitlab or github or owner or pattern",
+    ],
+    "globs.py": ["tests/test_globs.py", "tests/test_codeowners.py"],
 }
 
 SWAPS: dict[type, type] = {

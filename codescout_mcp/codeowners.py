@@ -21,15 +21,15 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
+from codescout_mcp.globs import github_regex, gitlab_regex
 from codescout_mcp.jsontext import shown
 from codescout_mcp.system import NotRegular, read_regular, relative_inside
 
-if TYPE_CHECKING:
-    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
-
 Warn = Callable[[str], None]
+# Whether a rule's pattern matches a path (a match object or None, as `re` answers).
+Matcher = Callable[[str], object]
 
 GITHUB_PLACES: Final = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
 GITLAB_PLACES: Final = ("CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS")
@@ -47,7 +47,7 @@ _SECTION: Final = re.compile(r"(\^)?\[([^\]]*)\](?:\[(\d+)\])?(?:\s+(.*))?")
 class CodeOwners:
     """Owner lookups for one parsed CODEOWNERS file (or for none: nobody owns anything)."""
 
-    def __init__(self, sections: list[list[tuple[Callable[[str], bool], str | None]]]) -> None:
+    def __init__(self, sections: list[list[tuple[Matcher, str | None]]]) -> None:
         # Each section: its rules in file order, as (matches path?, owners or None).
         self.sections = sections
         self._known: dict[str, str | None] = {}  # the rules never change: remember answers
@@ -176,9 +176,7 @@ def _tokens(line: str) -> tuple[str, list[str]]:
 
 def parse_github(text: str, name: str, warn: Warn) -> CodeOwners:
     """Rules from a CODEOWNERS file as GitHub reads it."""
-    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
-
-    rules: list[tuple[Callable[[str], bool], str | None]] = []
+    rules: list[tuple[Matcher, str | None]] = []
     for number, raw in enumerate(text.removeprefix("\ufeff").splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -188,39 +186,25 @@ def parse_github(text: str, name: str, warn: Warn) -> CodeOwners:
         problem = _github_unsupported(pattern, line)
         if problem is None and bad is not None:
             problem = f"{bad!r} is not a @user, @org/team or email owner"
-        compiled: GitIgnoreSpecPattern | None = None
+        regex: re.Pattern[str] | None = None
         if problem is None:
             try:
-                compiled = GitIgnoreSpecPattern(pattern)
+                regex = github_regex(pattern)
             except ValueError as error:
-                problem = f"invalid pattern {pattern!r} ({error})"
+                problem = f"invalid pattern {_pattern_shown(pattern)} ({error})"
             else:
-                if compiled.include is None:
+                if regex is None:
                     problem = f"pattern {pattern!r} matches nothing"
-        if problem is not None or compiled is None:
+        if problem is not None or regex is None:
             warn(f"{name}:{number}: {problem}; line skipped")
             continue
-        rules.append((_github_matcher(compiled, _direct_children_only(pattern)), " ".join(owners) or None))
+        rules.append((regex.search, " ".join(owners) or None))
     return CodeOwners([rules])
 
 
-def _direct_children_only(pattern: str) -> bool:
-    """GitHub: `docs/*` owns the files directly in docs/ only; `docs/**/*` owns them all."""
-    segments = pattern.rstrip("/").split("/")
-    return len(segments) >= 2 and segments[-1] == "*" and segments[-2] != "**"
-
-
-def _github_matcher(compiled: GitIgnoreSpecPattern, direct_children_only: bool) -> Callable[[str], bool]:
-    def matches(path: str) -> bool:
-        if compiled.match_file(path) is None:
-            return False
-        if direct_children_only:
-            parent = path.rsplit("/", 1)[0] if "/" in path else ""
-            if parent and compiled.match_file(parent) is not None:
-                return False  # matched through a subfolder, not directly
-        return True
-
-    return matches
+def _pattern_shown(pattern: str) -> str:
+    """A pattern quoted for a warning, cut short when it is too long to be worth reading whole."""
+    return repr(pattern) if len(pattern) <= 200 else repr(pattern[:200]) + "..."
 
 
 def _github_unsupported(pattern: str, line: str) -> str | None:
@@ -240,7 +224,7 @@ def _github_unsupported(pattern: str, line: str) -> str | None:
 
 def parse_gitlab(text: str, name: str, warn: Warn) -> CodeOwners:
     """Rules from a CODEOWNERS file as GitLab reads it, section by section."""
-    sections: dict[str, list[tuple[Callable[[str], bool], str | None]]] = {"": []}
+    sections: dict[str, list[tuple[Matcher, str | None]]] = {"": []}
     current = ""
     defaults: list[str] = []  # the default owners on the current section's header line
     for number, raw in enumerate(text.removeprefix("\ufeff").splitlines(), 1):
@@ -271,11 +255,11 @@ def parse_gitlab(text: str, name: str, warn: Warn) -> CodeOwners:
             warn(f"{name}:{number}: no owners, and the section has no default owners; line skipped")
             continue
         try:
-            matcher = _fnmatch_regex(_gitlab_pattern(pattern))
-        except re.error as error:
-            warn(f"{name}:{number}: invalid pattern {pattern!r} ({error}); line skipped")
+            regex = gitlab_regex(_gitlab_pattern(pattern))
+        except (ValueError, re.error) as error:
+            warn(f"{name}:{number}: invalid pattern {_pattern_shown(pattern)} ({error}); line skipped")
             continue
-        sections[current].append((_regex_matcher(matcher), " ".join(owners)))
+        sections[current].append((regex.fullmatch, " ".join(owners)))
     return CodeOwners([rules for rules in sections.values() if rules])
 
 
@@ -289,47 +273,3 @@ def _gitlab_pattern(pattern: str) -> str:
     if pattern.endswith("/"):
         pattern += "**/*"
     return pattern
-
-
-def _fnmatch_regex(pattern: str) -> re.Pattern[str]:
-    """Ruby's File.fnmatch with FNM_PATHNAME | FNM_DOTMATCH, as a regular expression."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*")
-            i += 3
-            continue
-        if char == "*":
-            while i + 1 < len(pattern) and pattern[i + 1] == "*":
-                i += 1
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "\\" and i + 1 < len(pattern):
-            i += 1
-            out.append(re.escape(pattern[i]))
-        elif char == "[":
-            start = i + 1
-            negate = pattern[start : start + 1] in ("!", "^")
-            start += negate
-            # A `]` right after `[` (or `[!`) is one of the set's characters, not its end.
-            end = pattern.find("]", start + 1)
-            if end < 0:
-                out.append(re.escape(char))
-            else:
-                escaped = pattern[start:end].replace("\\", "\\\\").replace("[", "\\[")
-                out.append(f"(?!/)[{'^' if negate else ''}{escaped}]")
-                i = end
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return re.compile("".join(out))
-
-
-def _regex_matcher(regex: re.Pattern[str]) -> Callable[[str], bool]:
-    def matches(path: str) -> bool:
-        return regex.fullmatch("/" + path) is not None
-
-    return matches

@@ -24,14 +24,20 @@ the C locale, so that a refusal can be told from a failure by its words.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
 from codescout_mcp.jsontext import shown
-from codescout_mcp.system import ChildOutputTooLarge, ChildTimeout, StreamedChild, decode_name, run_child
+from codescout_mcp.system import (
+    ChildOutputTooLarge,
+    ChildTimeout,
+    StreamedChild,
+    decode_name,
+    find_program,
+    run_child,
+)
 
 GIT_TIMEOUT: Final = 120.0
 
@@ -74,15 +80,43 @@ class NotARepository(GitError):
 
 
 def git_program() -> str:
-    """The git program on PATH, as a full path; GitMissing if there is none.
+    """The git program from PATH's absolute folders, as a full path; GitMissing if there is none.
 
-    (On macOS without the command line tools, /usr/bin/git is a stand-in that only says
-    so and fails: `open_failure` names the cure when its message comes back.)
+    Never the current folder (`system.find_program`): a `git` or `git.bat` committed at a
+    checkout's root is not git. (On macOS without the command line tools, /usr/bin/git is a
+    stand-in that only says so and fails: `open_failure` names the cure when its message
+    comes back.)
     """
-    found = shutil.which("git")
+    found = find_program("git")
     if found is None:
         raise GitMissing("git is not installed (no `git` on PATH)")
     return found
+
+
+class Overrides:
+    """Settings for one git command that no config file can outrank: `-c` arguments, and the
+    same given through the environment for keys `-c` cannot carry."""
+
+    def __init__(self, arguments: tuple[str, ...] = (), environment: dict[str, str] | None = None) -> None:
+        self.arguments = arguments
+        self.environment = environment or {}
+
+
+def config_environment(settings: list[tuple[str, str]], env: dict[str, str]) -> dict[str, str]:
+    """`GIT_CONFIG_COUNT` variables adding `settings` after those already in `env`.
+
+    git splits `-c key=value` at the first `=`, so a key holding one (a filter driver named
+    `a=b`) cannot be set that way: `-c filter.a=b.clean=` would set `filter.a` instead. These
+    variables name the key and the value apart, and outrank every config file as `-c` does.
+    """
+    try:
+        start = int(env.get("GIT_CONFIG_COUNT", "0") or "0")
+    except ValueError:
+        start = 0  # git itself refuses such a count, and says so
+    added = {f"GIT_CONFIG_KEY_{start + n}": key for n, (key, _) in enumerate(settings)}
+    added |= {f"GIT_CONFIG_VALUE_{start + n}": value for n, (_, value) in enumerate(settings)}
+    added["GIT_CONFIG_COUNT"] = str(start + len(settings))
+    return added
 
 
 class Git:
@@ -108,14 +142,16 @@ class Git:
         return [self.program, "--no-pager", "--no-optional-locks", "--literal-pathspecs", *options, *extra, *args]
 
     def run(
-        self, *args: str, check: bool = True, seconds: float | None = None, extra: tuple[str, ...] = ()
+        self, *args: str, check: bool = True, seconds: float | None = None, overrides: Overrides | None = None
     ) -> tuple[int, bytes, bytes]:
         """(status, stdout, stderr) of one git command; GitError if it cannot run, fails or overruns."""
         limit = self.timeout if seconds is None else min(seconds, self.timeout)
+        extra: tuple[str, ...] = ()
+        env = self.env
+        if overrides is not None:
+            extra, env = overrides.arguments, {**self.env, **overrides.environment}
         try:
-            status, out, err = run_child(
-                self.command(*args, extra=extra), cwd=str(self.where), env=self.env, seconds=limit
-            )
+            status, out, err = run_child(self.command(*args, extra=extra), cwd=str(self.where), env=env, seconds=limit)
         except ChildTimeout:
             raise GitError(f"git {args[0]} took longer than {limit:.0f} s in {shown(str(self.where))}") from None
         except ChildOutputTooLarge:
@@ -153,22 +189,50 @@ class Git:
         finally:
             child.close()
 
-    def filter_settings(self) -> tuple[str, ...]:
-        """`-c` settings that turn every configured filter driver into no filter at all."""
+    def filter_overrides(self) -> Overrides:
+        """Settings that turn every configured filter driver into no filter at all.
+
+        A driver's name is the checkout's to choose: one that `-c` can carry gets `-c`
+        settings (any git takes them); one holding `=` gets them through the environment
+        (`config_environment`), once this git is known to read them there.
+        """
         status, out, _ = self.run("config", "-z", "--get-regexp", r"^filter\.", check=False)
         if status not in (0, 1):  # 1: no such key
             raise GitError(f"git config failed in {shown(str(self.where))}: exit status {status}")
-        drivers: dict[bytes, None] = {}
+        drivers: dict[str, None] = {}
         for entry in out.split(b"\0"):
             name = entry.split(b"\n", 1)[0]
             if name.count(b".") >= 2:
-                drivers[name[len(b"filter.") : name.rindex(b".")]] = None
-        settings: list[str] = []
+                drivers[decode_name(name[len(b"filter.") : name.rindex(b".")])] = None
+        arguments: list[str] = []
+        by_environment: list[tuple[str, str]] = []
         for driver in drivers:
-            driver_name = decode_name(driver)
             for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
-                settings += ["-c", f"filter.{driver_name}.{key}={value}"]
-        return tuple(settings)
+                if "=" in driver:
+                    by_environment.append((f"filter.{driver}.{key}", value))
+                else:
+                    arguments += ["-c", f"filter.{driver}.{key}={value}"]
+        if not by_environment:
+            return Overrides(tuple(arguments))
+        self._check_environment_config()
+        return Overrides(tuple(arguments), config_environment(by_environment, self.env))
+
+    def _check_environment_config(self) -> None:
+        """GitError unless this git reads settings from GIT_CONFIG_COUNT (git 2.31 and newer)."""
+        if self.program in _ENVIRONMENT_CONFIG:
+            return
+        probe = Overrides((), config_environment([("codescout.probe", "yes")], {}))
+        status, out, _ = self.run("config", "--get", "codescout.probe", check=False, overrides=probe)
+        if status != 0 or out.strip() != b"yes":
+            raise GitError(
+                f"{shown(str(self.where))} defines a filter driver whose name holds '=', which this git "
+                "cannot be told to leave unused (git 2.31 or newer can); its files are not read"
+            )
+        _ENVIRONMENT_CONFIG[self.program] = True
+
+
+# Each git program found to read settings from the environment (asked once per program).
+_ENVIRONMENT_CONFIG: dict[str, bool] = {}
 
 
 class GitOutput:

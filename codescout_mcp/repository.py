@@ -406,10 +406,10 @@ class RepositoryFacts:
         """
         assert self.git is not None
         args = ("status", "--porcelain=v1", "-z", "--untracked-files=no", "--ignore-submodules=all", "--no-renames")
-        filters = self.git.filter_settings()
+        filters = self.git.filter_overrides()
         changed: set[str] = set()
         for chunk in _chunks(list(names), self.system.command_line_limit) if names else [[]]:
-            _, out, _ = self.git.run(*args, "--", *chunk, extra=filters, seconds=self._seconds_left())
+            _, out, _ = self.git.run(*args, "--", *chunk, overrides=filters, seconds=self._seconds_left())
             for field in out.split(b"\0"):
                 if len(field) >= 4 and field[:2] not in (b"??", b"!!"):
                     changed.add(decode_name(field[3:], self.system))

@@ -354,6 +354,54 @@ def changed_ns(status: os.stat_result, system: System = CURRENT) -> int:
 # subprocess and threading are imported where they are used: `codescout rank` imports this
 # module for its output rules and must not pay for them.
 
+# What a program found on PATH may be called on Windows. CreateProcess runs these itself; a
+# `.bat` or `.cmd` would run through cmd.exe, whose reading of arguments no quoting makes safe
+# for file names, so such a file is never taken for the program.
+WINDOWS_PROGRAM_SUFFIXES: Final = (".exe", ".com")
+
+
+def find_program(
+    name: str,
+    system: System = CURRENT,
+    *,
+    path: str | None = None,
+    is_program: Callable[[str], bool] | None = None,
+) -> str | None:
+    """The program `name` as an absolute path, from PATH's absolute folders only; None if none has it.
+
+    Unlike `shutil.which`, the current folder is never searched, whether Windows would search
+    it first or PATH names it (an empty entry, `.`, any relative folder): codescout runs in
+    checkouts nobody vetted, and a `git` committed at a checkout's root must not be what runs.
+    """
+    paths = system.paths
+    entries = (os.environ.get("PATH", "") if path is None else path).split(paths.pathsep)
+    suffixes = WINDOWS_PROGRAM_SUFFIXES if system.windows else ("",)
+    if system.windows and name.lower().endswith(suffixes):
+        suffixes = ("",)
+    check = is_program if is_program is not None else _is_program
+    for entry in entries:
+        if system.windows:
+            entry = entry.strip().strip('"')
+            if not paths.splitdrive(entry)[0]:  # `\bin` is relative to the current drive
+                continue
+        if not entry or not paths.isabs(entry):
+            continue
+        for suffix in suffixes:
+            candidate: str = paths.join(entry, name + suffix)
+            if check(candidate):
+                return candidate
+    return None
+
+
+def _is_program(candidate: str) -> bool:
+    return os.path.isfile(candidate) and os.access(candidate, os.X_OK)
+
+
+def windows_system_program(name: str) -> str:  # pragma: no cover - Windows only
+    """A program of Windows' own (taskkill.exe), by its full path in System32, never by PATH."""
+    root = os.environ.get("SYSTEMROOT") or os.environ.get("WINDIR") or "C:\\Windows"  # any case, on Windows
+    return ntpath.join(root, "System32", name)
+
 
 class ChildTimeout(Exception):
     """A child process that was still running (or still holding its output open) at its deadline."""
@@ -377,7 +425,7 @@ def end_child(proc: subprocess.Popen[bytes]) -> None:
 
     if sys.platform == "win32":  # pragma: no cover - Windows: no process groups to signal
         subprocess.run(
-            ["taskkill", "/F", "/T", "/PID", str(proc.pid)],
+            [windows_system_program("taskkill.exe"), "/F", "/T", "/PID", str(proc.pid)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

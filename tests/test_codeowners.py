@@ -8,6 +8,7 @@ import pytest
 
 from codescout_mcp import codeowners
 from codescout_mcp.codeowners import CodeOwners, load_codeowners, parse_github, parse_gitlab
+from codescout_mcp.globs import MAX_PATTERN_CHARACTERS
 
 
 def github(text: str, paths: list[str]) -> tuple[dict[str, str | None], list[str]]:
@@ -201,9 +202,11 @@ def test_gitlab_invalid_lines_warn_and_are_skipped() -> None:
 
 
 def test_gitlab_character_classes_escapes_and_stars() -> None:
+    """As Ruby's File.fnmatch reads them (test_globs.py holds the two to the same answers)."""
     text = (
         "[P]\n"
-        "[]a].txt @bracket\n"
+        "[]a].txt @never-empty-set\n"
+        "[!]q @any-one\n"
         "[!a]x @not-a\n"
         "[^b]y @not-b\n"
         "/lib** @lib-prefix\n"
@@ -215,9 +218,9 @@ def test_gitlab_character_classes_escapes_and_stars() -> None:
         "/open[ab @unterminated\n"
     )
     paths = {
-        "].txt": "@bracket",
-        "a.txt": "@bracket",
-        "b.txt": None,
+        "].txt": None,
+        "a.txt": None,
+        "xq": "@any-one",
         "bx": "@not-a",
         "ax": None,
         "ay": "@not-b",
@@ -233,27 +236,37 @@ def test_gitlab_character_classes_escapes_and_stars() -> None:
         "b/z": "@range",
         "d/z": None,
         "slash/x": None,
-        "open[ab": "@unterminated",
+        "open[ab": None,
     }
     owners, warnings = gitlab(text, list(paths))
     assert warnings == []
     assert owners == paths
 
 
-def test_gitlab_an_invalid_pattern_is_one_warning() -> None:
-    owners, warnings = gitlab("* @all\n[z-a].py @bad\n", ["x.py"])
-    assert owners == {"x.py": "@all"}
-    assert len(warnings) == 1
-    assert warnings[0].startswith("CODEOWNERS:2: invalid pattern '[z-a].py' (bad character range")
-    assert warnings[0].endswith("; line skipped")
+def test_gitlab_a_range_the_wrong_way_round_holds_its_two_ends() -> None:
+    owners, warnings = gitlab("* @all\n[S]\n[z-a].py @ends\n", ["z.py", "a.py", "m.py"])
+    assert owners == {"z.py": "@all @ends", "a.py": "@all @ends", "m.py": "@all"}
+    assert warnings == []
 
 
-def test_github_patterns_pathspec_refuses_are_one_warning_each() -> None:
+def test_a_pattern_longer_than_codescout_matches_is_one_warning() -> None:
+    long = "a" * (MAX_PATTERN_CHARACTERS + 1)
+    owners, warnings = github(f"* @all\n{long} @long\n", [long])
+    assert owners == {long: "@all"}
+    assert warnings == [
+        f"CODEOWNERS:2: invalid pattern '{'a' * 200}'... (longer than {MAX_PATTERN_CHARACTERS} characters, "
+        "more than codescout matches); line skipped"
+    ]
+    owners, warnings = gitlab(f"* @all\n{long} @long\n", [long])
+    assert owners == {long: "@all"} and len(warnings) == 1
+
+
+def test_github_patterns_git_refuses_are_one_warning_each() -> None:
     owners, warnings = github("* @all\n/ @root\nend\\\n", ["a"])
     assert owners == {"a": "@all"}
     assert warnings == [
         "CODEOWNERS:2: pattern '/' matches nothing; line skipped",
-        "CODEOWNERS:3: invalid pattern 'end\\\\' (Invalid git pattern: 'end\\\\'); line skipped",
+        "CODEOWNERS:3: invalid pattern 'end\\\\' (it ends in an escape (\\) with nothing to escape); line skipped",
     ]
 
 

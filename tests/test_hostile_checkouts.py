@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from codescout_mcp.git import Git, GitError
-from tests.gitrepo import NOW, Repo, env_for, run, workspace_call
+from tests.gitrepo import NOW, Repo, days_of, env_for, run, workspace_call
 from tests.helpers import codescout_exe, installed
 from tests.platforms import FAKE_GIT, FIFOS, PROCESS_GROUPS, SIGNALS, alive, posix_only
 
@@ -178,6 +178,139 @@ def test_a_submodules_own_config_runs_nothing_either(tmp_path: Path) -> None:
     }
     workspace_call(top.root, ["lib/lib.c", "app.c"])
     assert sorted(p.name for p in marks.iterdir()) == []
+
+
+def touched(path: Path) -> None:
+    """Give a file new stat data and the same content, as copying or extracting a checkout does."""
+    info = path.stat()
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 5_000_000_000))
+
+
+@posix_only(SH_TRAPS)
+def test_a_filter_driver_whose_name_holds_an_equals_sign_never_runs(tmp_path: Path) -> None:
+    """`-c filter.a=b.clean=` would set `filter.a`: the driver `a=b` is switched off another way."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    r = Repo(tmp_path / "r")
+    r.write("eq/e.py", "one\n")
+    r.write("plain.py", "one\n")
+    r.commit("2026-01-01T00:00:00Z", "eq/e.py", "plain.py")
+    r.write(".gitattributes", "eq/** filter=a=b\nplain.py filter==\n*.md filter=x==y.z\n")
+    r.write("notes.md", "one\n")
+    r.commit("2026-01-02T00:00:00Z", "notes.md", ".gitattributes")
+    for name in ("a=b", "=", "x==y.z"):  # configured after the commits, which would have run them
+        for key in ("clean", "smudge", "process"):
+            r.git("config", f"filter.{name}.{key}", leaves(marks, f"{name}-{key}"))
+        r.git("config", f"filter.{name}.required", "true")
+    for name in ("eq/e.py", "plain.py", "notes.md"):
+        touched(r.root / name)
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts("eq/e.py", "plain.py", "notes.md"))
+    assert done.returncode == 0, done.stderr
+    assert days_of(json.loads(done.stdout)) == {"eq/e.py": 59, "notes.md": 58, "plain.py": 59}
+    for name in ("eq/e.py", "plain.py", "notes.md"):
+        touched(r.root / name)
+    result, _ = workspace_call(r.root, ["eq/e.py", "plain.py", "notes.md"])
+    assert not result.get("isError"), result
+    assert sorted(p.name for p in marks.iterdir()) == []
+
+
+@posix_only(FAKE_GIT)
+def test_a_git_committed_at_the_checkout_root_is_never_the_git_that_runs(tmp_path: Path) -> None:
+    """PATH may name the current folder (an empty entry, `.`, a relative one): it is never searched."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "x\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    for name in ("git", "bin/git"):
+        fake = r.write(name, f"#!/bin/sh\ntouch {marks / name.replace('/', '-')}\nexit 1\n")
+        fake.chmod(0o755)
+    path = os.pathsep.join(["", ".", "bin", env_for()["PATH"]])
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts("a.txt"), env=env_for(PATH=path))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["hits"] == [{"path": "a.txt", "matches": 1, "last_modified_days": 59}]
+    result, _ = workspace_call(Path("."), ["a.txt"], env=env_for(PATH=path), cwd=r.root)
+    assert result["structuredContent"]["results"][0]["last_modified_days"] > 0, result
+    assert sorted(p.name for p in marks.iterdir()) == []
+
+
+# --- patterns that would freeze the whole process ----------------------------------------------------
+
+# `*a` sixteen times, then `*b`: the usual glob translation backtracks through every way of
+# sharing a name of forty `a`s between the stars (ten of them took 23 s; sixteen, for ever).
+BACKTRACKING = "*a" * 16 + "*b"
+LONG_NAME = "a" * 40
+
+
+def backtracking_checkout(tmp_path: Path, codeowners: str) -> Repo:
+    r = Repo(tmp_path / "r")
+    r.write(LONG_NAME, "x\n")
+    r.write("CODEOWNERS", codeowners)
+    r.commit("2026-01-01T00:00:00Z", LONG_NAME, "CODEOWNERS")
+    return r
+
+
+@pytest.mark.parametrize(
+    ("dialect", "codeowners"),
+    [
+        ("github", f"* @all\n{BACKTRACKING} @never\n**/{BACKTRACKING}/** @never\n"),
+        ("gitlab", f"[S]\n* @all\n{BACKTRACKING} @never\n" + "**/a" * 12 + "/b @never\n"),
+    ],
+)
+def test_a_codeowners_pattern_that_backtracks_answers_at_once(tmp_path: Path, dialect: str, codeowners: str) -> None:
+    r = backtracking_checkout(tmp_path, codeowners)
+    started = time.monotonic()
+    done = run(
+        [codescout_exe(), "hits", "--now", NOW, "--codeowners", dialect], r.root, stdin=counts(LONG_NAME), timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["hits"] == [
+        {"path": LONG_NAME, "matches": 1, "last_modified_days": 59, "owner": "@all"}
+    ]
+    assert time.monotonic() - started < 10
+
+
+@posix_only(SIGNALS)
+def test_a_server_reading_a_backtracking_codeowners_still_answers_pings_and_stops(tmp_path: Path) -> None:
+    r = backtracking_checkout(tmp_path, f"* @all\n{BACKTRACKING} @never\n")
+    server = subprocess.Popen(
+        [installed("codescout-mcp"), "--workspace", str(r.root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env_for(),
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        for message in (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "rank_workspace_hits", "arguments": {"hits": [{"path": LONG_NAME, "matches": 1}]}}},
+            {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+        ):  # fmt: skip
+            server.stdin.write(json.dumps(message).encode() + b"\n")
+        server.stdin.flush()
+        answers: dict[object, dict[str, Any]] = {}
+        deadline = time.monotonic() + 30
+        while len(answers) < 3 and time.monotonic() < deadline:
+            ready, _, _ = select.select([server.stdout], [], [], deadline - time.monotonic())
+            if ready:
+                answer = json.loads(server.stdout.readline())
+                answers[answer["id"]] = answer
+        assert set(answers) == {1, 2, 3}, answers
+        assert answers[2]["result"]["structuredContent"]["results"][0]["owner"] == "@all"
+        started = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=10) == 0
+        assert time.monotonic() - started < 2
+    finally:
+        server.kill()
+        server.wait()
+
+
+# --- files codescout reads itself ------------------------------------------------------------------
 
 
 # --- files codescout reads itself ------------------------------------------------------------------

@@ -359,3 +359,29 @@ def test_the_log_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
     )
     assert done.returncode == 0
     assert done.stderr.endswith("café \\ud800 done\n".encode())
+
+
+# --- finding programs ---------------------------------------------------------------------------
+
+
+def test_a_program_is_found_on_path_but_never_in_the_current_folder_on_windows() -> None:
+    """Windows searches the current folder before PATH, and runs .bat and .cmd files through
+    cmd.exe: only PATH's folders with a drive or share count, and only .exe and .com files."""
+    present = {"C:\\Tools\\git.bat", "C:\\Git\\cmd\\git.exe", ".\\git.exe", "bin\\git.exe", "\\git\\git.exe"}
+    path = ".;bin;\\git;;C:\\Tools;\"C:\\Git\\cmd\";D:\\Other"
+    found = system.find_program("git", WINDOWS, path=path, is_program=present.__contains__)
+    assert found == "C:\\Git\\cmd\\git.exe"
+    assert system.find_program("git.exe", WINDOWS, path="C:\\Git\\cmd", is_program=present.__contains__) == found
+    assert system.find_program("git", WINDOWS, path=".;bin;C:\\Tools", is_program=present.__contains__) is None
+    share = {"\\\\server\\tools\\git.com"}
+    assert system.find_program("git", WINDOWS, path="\\\\server\\tools", is_program=share.__contains__) == (
+        "\\\\server\\tools\\git.com"
+    )
+
+
+@pytest.mark.parametrize("flavour", [LINUX, MACOS])
+def test_a_program_is_found_in_absolute_path_folders_only_on_posix(flavour: system.System) -> None:
+    present = {"git", "./git", "bin/git", "/usr/bin/git"}
+    found = system.find_program("git", flavour, path=":.:bin:/usr/bin", is_program=present.__contains__)
+    assert found == "/usr/bin/git"
+    assert system.find_program("git", flavour, path="::.:bin", is_program=present.__contains__) is None

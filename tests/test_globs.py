@@ -1,0 +1,146 @@
+"""CODEOWNERS patterns (`codescout_mcp.globs`) held to independent readings of the same rules.
+
+* GitHub's patterns are gitignore's: pathspec's GitIgnoreSpecPattern, a reading written
+  apart from codescout, is the oracle for every pattern GitHub reads that way (all but the
+  `docs/*` rule, which is GitHub's own and is pinned here by its documented examples);
+* GitLab matches with Ruby's `File.fnmatch` (FNM_PATHNAME | FNM_DOTMATCH): real Ruby, from
+  Debian's package, answers a few thousand generated cases in one run, and codescout must
+  agree with every one.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+from codescout_mcp.codeowners import _gitlab_pattern
+from codescout_mcp.globs import github_regex, gitlab_regex
+from tests.debian import apt_install
+
+PATTERN_PARTS = ["a", "b", "ab", ".", "*", "**", "?", "/", "\\a", "\\*", "\\"]
+NAMES = ["a", "b", "ab", "ba", "aa", ".a", "a.b", "*", "?", "\\"]
+
+patterns = st.lists(st.sampled_from(PATTERN_PARTS), min_size=1, max_size=7).map("".join)
+paths = st.lists(st.sampled_from(NAMES), min_size=1, max_size=5).map("/".join)
+
+
+def direct_children_only(pattern: str) -> bool:
+    segments = pattern.rstrip("/").split("/")
+    return len(segments) >= 2 and segments[-1] == "*" and segments[-2] != "**"
+
+
+def pathspec_reading(pattern: str, path: str) -> str:
+    try:
+        compiled = GitIgnoreSpecPattern(pattern)
+    except ValueError:
+        return "invalid"
+    if compiled.include is None:
+        return "matches nothing"
+    return "match" if compiled.match_file(path) is not None else "no match"
+
+
+def codescout_reading(pattern: str, path: str) -> str:
+    try:
+        regex = github_regex(pattern)
+    except ValueError:
+        return "invalid"
+    if regex is None:
+        return "matches nothing"
+    return "match" if regex.search(path) is not None else "no match"
+
+
+@given(patterns, paths)
+def test_github_patterns_match_as_gitignore_reads_them(pattern: str, path: str) -> None:
+    if direct_children_only(pattern):
+        return  # GitHub's own rule: the examples below
+    assert codescout_reading(pattern, path) == pathspec_reading(pattern, path)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "owned", "not_owned"),
+    [
+        ("docs/*", ["docs/a.md", "docs/.env"], ["docs", "docs/sub/b.md", "other/docs/a.md"]),
+        ("/*", ["a", "b.txt"], ["sub/c"]),
+        ("**/docs/*", ["docs/a", "x/docs/a", "docs/a/docs/b"], ["docs/a/b", "x/docs/a/b"]),
+        # The file's own folder is `a`, so it is a direct child, however else the path could be split.
+        ("**/a/*", ["a/x", "a/a/x", "q/a/x"], ["a/x/y"]),
+        ("docs/*/", ["docs/a/b"], ["docs/a", "docs/a/b/c"]),
+    ],
+)
+def test_github_single_star_last_owns_direct_children_only(
+    pattern: str, owned: list[str], not_owned: list[str]
+) -> None:
+    regex = github_regex(pattern)
+    assert regex is not None
+    assert [path for path in owned + not_owned if regex.search(path)] == owned
+
+
+# --- GitLab against Ruby ----------------------------------------------------------------------
+
+SET_PARTS = ["[ab]", "[!a]", "[^a]", "[]a]", "[!]", "[a-b]", "[b-a]", "[\\]]", "[a-\\]]", "[a/b]", "[a", "x]"]
+
+
+@pytest.fixture(scope="module")
+def ruby() -> str:
+    """Debian's Ruby, installed when it is missing."""
+    found = shutil.which("ruby")
+    if found is None:
+        apt_install("ruby")
+        found = shutil.which("ruby")
+    assert found is not None, "apt-get install ruby gave no ruby command"
+    return found
+
+
+RUBY_FNMATCH = r"""
+flags = File::FNM_PATHNAME | File::FNM_DOTMATCH
+STDIN.each_line do |line|
+  pattern, path = line.chomp.split("\t", 2)
+  puts(File.fnmatch(pattern, "/" + path, flags) ? "1" : "0")
+end
+"""
+
+
+def generated_cases(count: int) -> list[tuple[str, str]]:
+    """Patterns and paths from a fixed seed: the same cases on every run, any machine."""
+    chooser = random.Random(20261201)
+    parts = [*PATTERN_PARTS, *SET_PARTS, "\\/"]
+    names = [*NAMES, "]", "[", "a]", "[a", "-"]
+    cases = []
+    for _ in range(count):
+        pattern = "".join(chooser.choice(parts) for _ in range(chooser.randint(1, 7)))
+        path = "/".join(chooser.choice(names) for _ in range(chooser.randint(1, 5)))
+        cases.append((pattern, path))
+    return cases
+
+
+HAND_PICKED = [
+    ("/a**/b", "ax/b"),
+    ("/a**/b", "a/x/b"),
+    ("/**/x", "x"),
+    ("/top/**", "top/a/b"),
+    ("/slash[/]x", "slash/x"),
+    ("/x[a/b]y", "xay"),
+    ("/[z-a]", "z"),
+    ("/[z-a]", "m"),
+    ("/end\\", "end"),
+    ("/a\\/b", "a/b"),
+    ("/" + "**/a/" * 6 + "b", "a/" * 8 + "b"),
+]
+
+
+def test_gitlab_patterns_match_as_rubys_fnmatch_does(ruby: str) -> None:
+    cases = [(_gitlab_pattern(pattern), path) for pattern, path in generated_cases(4000)] + HAND_PICKED
+    lines = "".join(f"{pattern}\t{path}\n" for pattern, path in cases)
+    answers = subprocess.run([ruby, "-e", RUBY_FNMATCH], input=lines, capture_output=True, text=True, check=True)
+    rubys = [answer == "1" for answer in answers.stdout.split()]
+    assert len(rubys) == len(cases)
+    ours = [gitlab_regex(pattern).fullmatch(path) is not None for pattern, path in cases]
+    differing = [(case, theirs) for case, theirs, mine in zip(cases, rubys, ours, strict=True) if theirs != mine]
+    assert differing == []
+    assert 0.05 < sum(rubys) / len(rubys) < 0.95  # the cases are worth comparing: both answers occur

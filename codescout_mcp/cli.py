@@ -211,7 +211,7 @@ def _parser(prog: str = "codescout") -> argparse.ArgumentParser:
     hits_cmd.add_argument(
         "--repo", metavar="DIR", help="the git repository (default: the one around the current directory)"
     )
-    hits_cmd.add_argument("--limit", type=_positive, metavar="N", help="add this limit to the arguments")
+    hits_cmd.add_argument("--limit", type=_limit, metavar="N", help="add this limit to the arguments")
     hits_cmd.add_argument(
         "--now", type=_timestamp, metavar="ISO8601", help="count days up to this moment instead of now (UTC if no zone)"
     )
@@ -465,6 +465,15 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return value
+
+
+def _limit(text: str) -> int:
+    """A limit `rank` will take: a positive integer of at most MAX_INTEGER_DIGITS digits."""
+    from codescout_mcp.contract import MAX_INTEGER_DIGITS
+
+    if len(text.strip().lstrip("+").lstrip("0")) > MAX_INTEGER_DIGITS:
+        raise argparse.ArgumentTypeError(f"a limit of more than {MAX_INTEGER_DIGITS} digits, too large to rank")
+    return _positive(text)
 
 
 def _seconds(text: str) -> float:

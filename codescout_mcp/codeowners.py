@@ -117,10 +117,18 @@ def load_codeowners(root: Path, dialect: str | None, warn: Warn) -> CodeOwners:
             return CodeOwners.empty()
         return parse_gitlab(_text(data), found, warn)
     if data is None or len(data) >= GITHUB_MAX_BYTES:
-        size = len(data) if data is not None else f"more than {GITLAB_MAX_BYTES}"
+        size = len(data) if data is not None else _size_of(root / found)
         warn(f"{found} is {size} bytes, over GitHub's 3 MB limit, so GitHub ignores it; no owners are read")
         return CodeOwners.empty()
     return parse_github(_text(data), found, warn)
+
+
+def _size_of(path: Path) -> str:
+    """A file's size in bytes, as text (the file was found too large to read whole)."""
+    try:
+        return str(os.stat(path).st_size)
+    except OSError:
+        return f"more than {GITLAB_MAX_BYTES}"
 
 
 def _warn_none_in_places(root: Path, dialect: str, warn: Warn) -> None:

@@ -9,6 +9,8 @@ It runs no search itself: the user runs ripgrep. For each matched file it works 
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -71,8 +73,20 @@ def build_arguments(
     for given, count in counts.items():
         path = checkout.locate(given, cwd, folders)
         located[path] = located.get(path, 0) + count
+    stats: dict[str, os.stat_result] = {}
+    for path in list(located):
+        try:
+            status = os.stat(path)
+        except (OSError, ValueError):
+            continue  # said below, with the rest of what cannot be read
+        left_out = _not_a_hit(checkout.shown(path), status)
+        if left_out is not None:
+            checkout.warn(f"{shown(checkout.shown(path))}: left out, {left_out}")
+            del located[path]
+        else:
+            stats[path] = status
     checkout.refresh()
-    described = checkout.describe(located, now)
+    described = checkout.describe(located, now, stats=stats)
     for note in checkout.notes:
         checkout.warn(note)
     # One file given under two names (`src/a.py` and `SRC/A.PY` where the file system ignores
@@ -94,3 +108,12 @@ def build_arguments(
     if not hits:
         raise HitsError("no hits are left to rank")
     return {"hits": hits, **({"limit": limit} if limit is not None else {})}
+
+
+def _not_a_hit(name: str, status: os.stat_result) -> str | None:
+    """Why a path ripgrep's output names is no hit to rank (None when it is one)."""
+    if stat.S_ISDIR(status.st_mode):
+        return "a directory, not a file"
+    if ".git" in name.split("/"):
+        return "a file of git's own (inside .git), not one of the repository's"
+    return None

@@ -54,7 +54,23 @@ def decode_utf8(data: bytes, source: str) -> str:
     try:
         return str(data[start:], "utf-8") if start else data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise JsonTextError(f"{_at(source)}not valid UTF-8 at byte offset {error.start + start}") from None
+        encoding = utf16_name(data) if source else None  # a file's mistake, not a message's
+        said = f" (it is {encoding}; save it as UTF-8)" if encoding is not None else ""
+        raise JsonTextError(f"{_at(source)}not valid UTF-8 at byte offset {error.start + start}{said}") from None
+
+
+def utf16_name(data: bytes) -> str | None:
+    """ "UTF-16LE" or "UTF-16BE" when `data` is plainly UTF-16 (a byte-order mark, or ASCII text
+    with every other byte NUL, as Windows tools write it); else None."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "UTF-16LE" if data.startswith(codecs.BOM_UTF16_LE) else "UTF-16BE"
+    head = data[:64]
+    if len(head) >= 4 and len(head) % 2 == 0:
+        if head[1::2].count(0) == len(head) // 2 and 0 not in head[0::2]:
+            return "UTF-16LE"
+        if head[0::2].count(0) == len(head) // 2 and 0 not in head[1::2]:
+            return "UTF-16BE"
+    return None
 
 
 def parse_json(data: bytes, source: str) -> Any:
@@ -74,8 +90,10 @@ def parse_json_text(text: str, source: str) -> Any:
             # time standing in for them (slower, so only when needed).
             return json.loads(text, parse_constant=_reject_constant, parse_int=_bounded_int)
     except json.JSONDecodeError as error:
+        encoding = utf16_name(text[:64].encode("utf-8", "surrogatepass")) if source else None
+        said = f" (it is {encoding}; save it as UTF-8)" if encoding is not None else ""
         raise JsonTextError(
-            f"{_at(source)}invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+            f"{_at(source)}invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}{said}"
         ) from None
     except JsonTextError as error:
         raise JsonTextError(f"{_at(source)}invalid JSON: {error}") from None

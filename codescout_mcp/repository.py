@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from codescout_mcp.system import (
     ancestors,
     changed_ns,
     decode_name,
+    describe_kind,
     folder_identity,
     loose_key,
     read_regular,
@@ -110,6 +112,82 @@ def _stat_signature(path: Path) -> tuple[int, int, int] | None:
     return (info.st_mtime_ns, info.st_size, info.st_ino)
 
 
+class BlockingFile(RepositoryError):
+    """A file git would open is a FIFO or a device: git would wait on it (or read it) for ever."""
+
+
+def check_for_git(paths: Iterable[Path | str]) -> None:
+    """BlockingFile for the first of `paths` (following links) that is a FIFO or a device.
+
+    git opens such a file as it would any other and waits for a writer that never comes (a
+    FIFO), or reads without end (/dev/zero): the call would last until its deadline, holding
+    the workspace for every other caller. Missing files and folders are git's to judge.
+    """
+    for path in paths:
+        try:
+            mode = os.stat(path).st_mode
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            raise BlockingFile(
+                f"{shown(str(path))} is {describe_kind(mode)}, not a regular file, and git would wait on it; "
+                "the repository cannot be read"
+            )
+
+
+def git_files_around(folder: Path, *, ceilings: tuple[str, ...] = ()) -> list[Path]:
+    """The files git opens first in the repository around `folder`: its config, index, HEAD,
+    attributes and the like, found as git finds the nearest `.git` (not above `ceilings`).
+
+    A `.git` file (a worktree's, a submodule's) is read for where the repository is; one that
+    is not a regular file is itself what would block.
+    """
+    for candidate in [str(folder), *ancestors(str(folder))]:
+        if candidate != str(folder) and candidate in ceilings:
+            return []
+        dot_git = Path(candidate) / ".git"
+        if not os.path.lexists(dot_git):
+            continue
+        git_dir = dot_git
+        if not dot_git.is_dir():
+            try:
+                text = (read_regular(str(dot_git), HEAD_LIMIT) or b"").decode("utf-8", "replace")
+            except NotRegular:
+                return [dot_git]
+            except OSError:
+                return []
+            if not text.startswith("gitdir: "):
+                return []
+            git_dir = Path(candidate) / text[len("gitdir: ") :].strip()
+        common = git_dir
+        try:
+            shared = (read_regular(str(git_dir / "commondir"), HEAD_LIMIT) or b"").decode("utf-8", "replace").strip()
+        except NotRegular:
+            return [git_dir / "commondir"]
+        except OSError:
+            shared = ""
+        if shared:
+            common = git_dir / shared
+        files = [git_dir / name for name in ("HEAD", "config.worktree", "index")]
+        files += [common / name for name in ("config", "packed-refs", "shallow")]
+        files += [
+            common / "info" / "attributes",
+            common / "info" / "exclude",
+            common / "objects" / "info" / "alternates",
+        ]
+        return [*files, Path(candidate) / ".gitattributes", Path(candidate) / ".gitmodules"]
+    return []
+
+
+def ceiling_folders(isolated: bool) -> tuple[str, ...]:
+    """GIT_CEILING_DIRECTORIES as git reads it, unless the Git runs isolated from GIT_* variables."""
+    if isolated:
+        return ()
+    return tuple(
+        os.path.normpath(entry) for entry in os.environ.get("GIT_CEILING_DIRECTORIES", "").split(os.pathsep) if entry
+    )
+
+
 class RepositoryFacts:
     """Ages and owners of files in one git work tree (or, outside git, one plain folder).
 
@@ -162,6 +240,7 @@ class RepositoryFacts:
 
     def _forget(self) -> None:
         self._index: set[str] | None = None  # the paths git tracks
+        self._attributes_checked: set[str] | None = None  # the index whose folders were checked
         self._folded_index: dict[str, list[str]] | None = None
         self._changed: set[str] = set()  # tracked paths with uncommitted changes
         self._status_read_at: int | None = None  # wall clock (ns) when the snapshot was taken
@@ -189,6 +268,7 @@ class RepositoryFacts:
         NotARepository when there is none, GitRefused when git will not open it, GitMissing
         without git, GitError when git fails, RepositoryError for a bare repository.
         """
+        check_for_git(git_files_around(folder, ceilings=ceiling_folders(isolated)))
         git = Git(folder, isolated=isolated)
         status, out, err = git.run(
             "rev-parse",
@@ -249,6 +329,8 @@ class RepositoryFacts:
         paths += [self.common_dir / "reftable" / "tables.list"]
         if ref is not None:
             paths += [self.common_dir / ref, self.git_dir / ref]
+        paths += [self.git_dir / "config.worktree", self.common_dir / "config", self.common_dir / "packed-refs"]
+        check_for_git(paths)
         return (target, *(_stat_signature(path) for path in paths))
 
     # -- the facts
@@ -406,6 +488,7 @@ class RepositoryFacts:
         """
         assert self.git is not None
         args = ("status", "--porcelain=v1", "-z", "--untracked-files=no", "--ignore-submodules=all", "--no-renames")
+        self._check_attributes()
         filters = self.git.filter_overrides()
         changed: set[str] = set()
         for chunk in _chunks(list(names), self.system.command_line_limit) if names else [[]]:
@@ -414,6 +497,22 @@ class RepositoryFacts:
                 if len(field) >= 4 and field[:2] not in (b"??", b"!!"):
                     changed.add(decode_name(field[3:], self.system))
         return changed
+
+    def _check_attributes(self) -> None:
+        """BlockingFile if a `.gitattributes` that `git status` may open is a FIFO or a device.
+
+        git reads the attributes of the folders holding each file whose stat data changed;
+        every folder holding a tracked file is looked at (one `stat` each, once per index).
+        """
+        assert self._index is not None and self.common_dir is not None
+        if self._attributes_checked is self._index:
+            return
+        folders = {name.rpartition("/")[0] for name in self._index}
+        for folder in sorted(folders):
+            parts = [part for part in folder.split("/") if part]
+            check_for_git([self.base.joinpath(*parts, ".gitattributes")])
+        check_for_git([self.base / ".gitattributes", self.common_dir / "info" / "attributes"])
+        self._attributes_checked = self._index
 
     def _commit_times(self, names: list[str], offline: bool) -> dict[str, int]:
         """Each tracked, unchanged path's commit time by the rule in the class docstring."""
@@ -696,6 +795,11 @@ class Checkout:
             facts = RepositoryFacts.open(
                 Path(folder), codeowners=self.dialect, warn=self.warn, isolated=True, seconds=seconds
             )
+        except BlockingFile as error:
+            if self.strict:
+                raise
+            self.warn(f"{error}; its files keep their file modification times and have no owners")
+            facts = None
         except (NotARepository, RepositoryError):  # a .git git will not take (a bare one, a stray file)
             facts = None
         except GitError as error:

@@ -13,7 +13,7 @@ import re
 from typing import Final
 
 from codescout_mcp.contract import MAX_INTEGER_DIGITS
-from codescout_mcp.jsontext import shown
+from codescout_mcp.jsontext import shown, utf16_name
 from codescout_mcp.system import CURRENT, System, decode_name
 
 
@@ -23,6 +23,12 @@ class RipgrepError(Exception):
 
 def read_match_counts(data: bytes, source: str, system: System = CURRENT) -> dict[str, int]:
     """Match counts per path, in first-seen order, from `rg --json` or `rg --count-matches` output."""
+    encoding = utf16_name(data)
+    if encoding is not None:
+        raise RipgrepError(
+            f"{source}: the input is {encoding} (as PowerShell's `>` saves it), not ripgrep's own output; pipe "
+            "ripgrep into codescout hits, or save its output as UTF-8 (`| Out-File -Encoding utf8`)"
+        )
     lines = data.split(b"\n")
     first = next((line for line in lines if line.strip()), None)
     if first is None:
@@ -102,7 +108,7 @@ def _checked_path(path: str, source: str, number: int) -> str:
 
 
 def _count(text: bytes, source: str, number: int) -> int:
-    text = text.strip()
+    text = text.removesuffix(b"\r")  # a file saved with Windows line ends; ripgrep writes no other space
     if not text.isdigit():
         if text.startswith(b"-") and text[1:].isdigit():
             raise RipgrepError(f"{source}: line {number}: a negative match count")

@@ -16,12 +16,14 @@ clone into it) shows at once.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
 import stat
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -95,13 +97,13 @@ class WorkspaceTool:
     ) -> dict[str, Any]:
         """Rank the hits in `arguments`; InvalidArguments names a bad one by its index."""
         checked = CHECKER.validate(arguments)
-        with self._lock:  # one call at a time reads and updates what is kept
+        with self._turn(offline):  # one call at a time reads and updates what is kept
             checkout = self._current_checkout(offline)
             repository = checkout.main.base if checkout.main is not None else None
             folders: dict[str, str] = {str(self.root): str(self.root)}
             identities: dict[str, tuple[int, int] | None] = {}
             stats: dict[str, os.stat_result] = {}
-            seen: dict[tuple[int, int], int] = {}
+            seen: dict[tuple[int, int], tuple[int, str]] = {}
             files = []
             for index, given in enumerate(checked.hits):
                 path, shown_path = self._file(index, given["path"], repository, folders, identities, stats, seen)
@@ -138,6 +140,22 @@ class WorkspaceTool:
             hits.append(hit)
         return rank({"hits": hits, "limit": checked.limit})
 
+    @contextlib.contextmanager
+    def _turn(self, offline: bool) -> Iterator[None]:
+        """This call's turn at the workspace: at once (offline: NeedsWork, so that the event
+        loop never waits), or within the call's time (else RepositoryError, not a wait on
+        another call's git without end)."""
+        if not self._lock.acquire(blocking=not offline, timeout=-1 if offline else CALL_SECONDS):
+            if offline:
+                raise NeedsWork
+            raise RepositoryError(
+                f"another call has been reading it for more than {CALL_SECONDS:.0f} s (git may be stuck); try again"
+            )
+        try:
+            yield
+        finally:
+            self._lock.release()
+
     def _current_checkout(self, offline: bool) -> Checkout:
         """The checkout, opened again when the workspace was a plain folder and a .git appeared."""
         entries = self._git_entries_around()
@@ -168,7 +186,7 @@ class WorkspaceTool:
         folders: dict[str, str],
         identities: dict[str, tuple[int, int] | None],
         stats: dict[str, os.stat_result],
-        seen: dict[tuple[int, int], int],
+        seen: dict[tuple[int, int], tuple[int, str]],
     ) -> tuple[str, str]:
         """(resolved absolute path, path as shown) for one hit; InvalidArguments if it is unfit.
 
@@ -208,8 +226,11 @@ class WorkspaceTool:
                 )
             identity = (status.st_dev, status.st_ino)
             if status.st_ino and identity in seen:
-                raise InvalidArguments(where, f"names the same file as hits[{seen[identity]}] ({_quoted(shown_path)})")
-            seen[identity] = index
+                first, first_given = seen[identity]
+                raise InvalidArguments(
+                    where, f"{_quoted(given)} names the same file as hits[{first}] ({_quoted(first_given)})"
+                )
+            seen[identity] = (index, given)
             stats[located] = status
             return located, shown_path
         assert refusal is not None

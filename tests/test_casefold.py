@@ -176,7 +176,7 @@ def test_workspace_one_file_in_two_spellings_is_an_error_naming_the_first(
 ) -> None:
     project = make_project(folding, f"src/{CAFE_NFC}")
     result, _ = workspace_call(project.root, [first, "docs/guide.md", second])
-    assert tool_error(result) == f'hits[2].path: names the same file as hits[0] ("{second}")'
+    assert tool_error(result) == f'hits[2].path: "{second}" names the same file as hits[0] ("{first}")'
 
 
 def respelled(folding: Path, index_form: str, disk_form: str) -> Project:

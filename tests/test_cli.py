@@ -103,7 +103,16 @@ HOSTILE_FILES: list[tuple[str, bytes, str]] = [
         b'{"hits": [{"path": "\xff\xfe", "matches": 1, "last_modified_days": 0}]}',
         "not valid UTF-8 at byte offset 20",
     ),
-    ("utf16_file", '{"hits": []}'.encode("utf-16"), "not valid UTF-8 at byte offset 0"),
+    (
+        "utf16_file",
+        '{"hits": []}'.encode("utf-16"),
+        "not valid UTF-8 at byte offset 0 (it is UTF-16LE; save it as UTF-8)",
+    ),
+    (
+        "utf16_without_mark",
+        '{"hits": []}'.encode("utf-16-be"),
+        "invalid JSON at line 1, column 1: Expecting value (it is UTF-16BE; save it as UTF-8)",
+    ),
     ("deep_nesting", b"[" * 100_000 + b"]" * 100_000, "invalid JSON: nested too deeply"),
     ("deep_nesting_objects", b'{"a":' * 100_000 + b"1" + b"}" * 100_000, "invalid JSON: nested too deeply"),
     (

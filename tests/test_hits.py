@@ -202,6 +202,18 @@ def hits_error(cwd: Path, stdin: bytes, *args: str) -> tuple[int, str, bytes]:
             "(with one file, add --with-filename)\n",
         ),
         (b"a.py:many\n", "codescout: stdin: line 1: b'many' is not a match count\n"),
+        (b"a.py: 3\n", "codescout: stdin: line 1: b' 3' is not a match count\n"),
+        (b"a.py:3 \n", "codescout: stdin: line 1: b'3 ' is not a match count\n"),
+        (
+            "a.py:3\r\n".encode("utf-16-le"),
+            "codescout: stdin: the input is UTF-16LE (as PowerShell's `>` saves it), not ripgrep's own output; pipe "
+            "ripgrep into codescout hits, or save its output as UTF-8 (`| Out-File -Encoding utf8`)\n",
+        ),
+        (
+            "\ufeffa.py:3\n".encode("utf-16-be"),
+            "codescout: stdin: the input is UTF-16BE (as PowerShell's `>` saves it), not ripgrep's own output; pipe "
+            "ripgrep into codescout hits, or save its output as UTF-8 (`| Out-File -Encoding utf8`)\n",
+        ),
         (
             b'{"type": "summary", "data": {}}\n',
             "codescout: stdin: the ripgrep output holds no matches, so there is nothing to rank\n",
@@ -685,3 +697,35 @@ def test_null_count_records_and_their_line_numbers() -> None:
         read_match_counts(b"one\x003\ntwo\nlines\x001\nbroken", "t")
     with pytest.raises(RipgrepError, match="line 2: an empty path"):
         read_match_counts(b"one\x003\n\x001\n", "t")
+
+
+def test_a_folder_and_gits_own_files_are_left_out_with_a_warning(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "x\n")
+    r.write("src/b.txt", "x\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt", "src/b.txt")
+    done = run(
+        [codescout_exe(), "hits", "--now", NOW], r.root, stdin=b".git:3\n.git/HEAD:2\nsrc:4\na.txt:1\nsrc/b.txt:1\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["hits"] == [
+        {"path": "a.txt", "matches": 1, "last_modified_days": 59},
+        {"path": "src/b.txt", "matches": 1, "last_modified_days": 59},
+    ]
+    assert done.stderr.decode() == (
+        "codescout: warning: .git: left out, a directory, not a file\n"
+        "codescout: warning: .git/HEAD: left out, a file of git's own (inside .git), not one of the repository's\n"
+        "codescout: warning: src: left out, a directory, not a file\n"
+    )
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=b".git:3\n")
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert done.stderr.decode().endswith("codescout: no hits are left to rank\n")
+
+
+def test_a_limit_too_long_to_rank_is_a_usage_error(tmp_path: Path) -> None:
+    status, stderr, stdout = hits_error(tmp_path, b"a.py:1\n", "--limit", "9" * 4001)
+    assert (status, stdout) == (2, b"")
+    assert stderr == (
+        "codescout hits: usage error: argument --limit: a limit of more than 4000 digits, too large to rank "
+        "(see 'codescout hits --help')\n"
+    )

@@ -375,7 +375,7 @@ def test_a_huge_codeowners_is_refused_by_its_size_before_it_is_read(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["hits"] == [{"path": "a.txt", "matches": 1, "last_modified_days": 59}]
     assert done.stderr.decode() == (
-        "codescout: warning: CODEOWNERS is more than 10485760 bytes, over GitHub's 3 MB limit, so GitHub ignores it; "
+        "codescout: warning: CODEOWNERS is 1073741824 bytes, over GitHub's 3 MB limit, so GitHub ignores it; "
         "no owners are read\n"
     )
 
@@ -396,6 +396,35 @@ def test_fifos_where_files_should_be_never_block(tmp_path: Path) -> None:
         done.stderr.decode()
         == "codescout: warning: CODEOWNERS is a FIFO, not a regular file; it is not read, and no owners are read\n"
     )
+    assert time.monotonic() - started < 20
+
+
+GIT_OPENS = [".gitattributes", "sub/.gitattributes", ".git/config", ".git/index", ".git/info/attributes"]
+
+
+@posix_only(FIFOS)
+@pytest.mark.parametrize("name", GIT_OPENS)
+def test_a_fifo_where_git_reads_a_file_is_an_error_at_once(tmp_path: Path, name: str) -> None:
+    """git itself would open it and wait for a writer: the repository is refused, naming the file."""
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "x\n")
+    r.write("sub/b.txt", "x\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt", "sub/b.txt")
+    touched(r.root / "a.txt")  # so that git status must look further than the stat data
+    target = r.root / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.unlink(missing_ok=True)
+    if sys.platform == "win32":  # marked POSIX-only; this is for the type checker
+        raise AssertionError("no FIFOs on Windows")
+    os.mkfifo(target)
+    said = f"{target} is a FIFO, not a regular file, and git would wait on it; the repository cannot be read"
+    started = time.monotonic()
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts("a.txt", "sub/b.txt"), timeout=60)
+    assert (done.returncode, done.stdout) == (1, b""), done.stderr
+    assert done.stderr.decode() == f"codescout: {said}\n"
+    result, _ = workspace_call(r.root, ["a.txt", "sub/b.txt"])
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == f"the workspace {r.root} cannot be read: {said}"
     assert time.monotonic() - started < 20
 
 

@@ -368,7 +368,7 @@ def test_a_program_is_found_on_path_but_never_in_the_current_folder_on_windows()
     """Windows searches the current folder before PATH, and runs .bat and .cmd files through
     cmd.exe: only PATH's folders with a drive or share count, and only .exe and .com files."""
     present = {"C:\\Tools\\git.bat", "C:\\Git\\cmd\\git.exe", ".\\git.exe", "bin\\git.exe", "\\git\\git.exe"}
-    path = ".;bin;\\git;;C:\\Tools;\"C:\\Git\\cmd\";D:\\Other"
+    path = '.;bin;\\git;;C:\\Tools;"C:\\Git\\cmd";D:\\Other'
     found = system.find_program("git", WINDOWS, path=path, is_program=present.__contains__)
     assert found == "C:\\Git\\cmd\\git.exe"
     assert system.find_program("git.exe", WINDOWS, path="C:\\Git\\cmd", is_program=present.__contains__) == found

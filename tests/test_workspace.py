@@ -195,7 +195,7 @@ async def test_a_commit_or_an_edit_between_two_calls_shows_in_the_second(client:
         ([{"path": "docs", "matches": 1}], 'hits[0].path: "docs" is a directory, not a regular file'),
         (
             [{"path": "docs/guide.md", "matches": 1}, {"path": "src/../docs/./guide.md", "matches": 2}],
-            'hits[1].path: names the same file as hits[0] ("docs/guide.md")',
+            'hits[1].path: "src/../docs/./guide.md" names the same file as hits[0] ("docs/guide.md")',
         ),
         ([{"path": "a.py"}], "hits[0].matches: missing, expected an integer >= 1"),
         ([{"path": "a.py", "matches": 0}], "hits[0].matches: expected an integer >= 1, got 0"),

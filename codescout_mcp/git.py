@@ -269,7 +269,7 @@ def open_failure(folder: str, stderr: bytes, status: int) -> GitError:
             "(it belongs to another user); if you trust it, run "
             f"`git config --global --add safe.directory {shown(_refused_folder(text) or folder)}`"
         )
-    if "xcrun" in text:
+    if "xcrun" in text or "xcode-select" in text or "No developer tools were found" in text:
         return GitError(
             f"git cannot run: {said(stderr, status)} (on macOS, install the command line tools: "
             "`xcode-select --install`)"

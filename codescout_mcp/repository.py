@@ -35,12 +35,14 @@ from codescout_mcp.system import (
     decode_name,
     describe_kind,
     folder_identity,
+    long_path,
     loose_key,
     read_regular,
     relative_inside,
     relative_to,
     resolved_folder,
     same_folder_inside,
+    windows_plain_name,
 )
 
 SECONDS_PER_DAY: Final = 86_400
@@ -246,6 +248,7 @@ class RepositoryFacts:
         self._status_read_at: int | None = None  # wall clock (ns) when the snapshot was taken
         self._status_reused = False
         self._rechecked: dict[str, tuple[int, bool]] = {}
+        self._signatures: dict[str, tuple[int, ...]] = {}  # each file's stat data when last judged
         self._commit_time: dict[str, int] = {}
         self._at_boundary: set[str] = set()  # paths dated by the shallow boundary commit
         self._boundary_time: int | None = None
@@ -443,7 +446,17 @@ class RepositoryFacts:
             self._folded_index = {}
             for tracked in self._index:
                 self._folded_index.setdefault(loose_key(tracked), []).append(tracked)
-        for candidate in self._folded_index.get(loose_key(name), ()):
+        keys = [loose_key(name)]
+        if self.system.windows:
+            # Win32 drops trailing dots and spaces and reads `::$DATA` as the file itself, and a
+            # short 8.3 name (PROGRA~1) is the long one's alias: each is looked up as git's name.
+            keys += [loose_key(windows_plain_name(name))]
+            long = long_path(os.path.join(self.base, name), self.system)
+            inside = relative_inside(long, str(self.base), self.system)
+            if inside:
+                keys.append(loose_key(windows_plain_name(inside)))
+        candidates = dict.fromkeys(found for key in keys for found in self._folded_index.get(key, ()))
+        for candidate in candidates:
             try:
                 other = os.stat(os.path.join(self.base, candidate))
             except OSError:
@@ -463,9 +476,18 @@ class RepositoryFacts:
             self._status_reused = False
         changed: set[str] = set()
         again: list[str] = []
+        signatures: dict[str, tuple[int, ...]] = {}
         for name in names:
             read_at, is_changed = self._rechecked.get(name, (self._status_read_at, name in self._changed))
-            if self._status_reused and changed_ns(stats[name], self.system) >= read_at - STATUS_SLACK_NS:
+            status = stats[name]
+            # What git itself compares: an edit that puts the old modification time back still
+            # changes the size or the inode (and where st_ctime is the creation time, Windows,
+            # the times alone would miss it).
+            signatures[name] = (status.st_size, status.st_mtime_ns, status.st_ino, status.st_dev)
+            known = self._signatures.get(name, signatures[name])
+            if self._status_reused and (
+                changed_ns(status, self.system) >= read_at - STATUS_SLACK_NS or known != signatures[name]
+            ):
                 again.append(name)
             elif is_changed:
                 changed.add(name)
@@ -478,6 +500,7 @@ class RepositoryFacts:
                 self._rechecked[name] = (read_at, name in fresh)
                 if name in fresh:
                     changed.add(name)
+        self._signatures.update(signatures)  # only once the answer stands (NeedsWork keeps the old)
         return changed
 
     def _read_status(self, names: Iterable[str]) -> set[str]:
@@ -491,7 +514,7 @@ class RepositoryFacts:
         self._check_attributes()
         filters = self.git.filter_overrides()
         changed: set[str] = set()
-        for chunk in _chunks(list(names), self.system.command_line_limit) if names else [[]]:
+        for chunk in _chunks(list(names), self.system) if names else [[]]:
             _, out, _ = self.git.run(*args, "--", *chunk, overrides=filters, seconds=self._seconds_left())
             for field in out.split(b"\0"):
                 if len(field) >= 4 and field[:2] not in (b"??", b"!!"):
@@ -567,13 +590,22 @@ class RepositoryFacts:
         )
 
 
-def _chunks(names: list[str], limit: int) -> list[list[str]]:
-    """`names` in runs whose command lines stay under `limit` characters."""
+def _chunks(names: list[str], system: System) -> list[list[str]]:
+    """`names` in runs whose command lines stay under the system's limit, measured as it measures.
+
+    POSIX counts the bytes of each argument and its NUL (a name of three-byte characters is
+    three times its length); Windows counts UTF-16 units of the whole command line, each
+    argument with a separator and its quotes.
+    """
+    limit = system.command_line_limit
     runs: list[list[str]] = []
     run: list[str] = []
     size = 0
     for name in names:
-        cost = len(name) + 3  # a separator and quotes, as Windows builds a command line
+        if system.windows:
+            cost = len(name.encode("utf-16-le", "surrogatepass")) // 2 + 3
+        else:
+            cost = len(name.encode("utf-8", "surrogateescape")) + 1
         if run and size + cost > limit:
             runs.append(run)
             run, size = [], 0

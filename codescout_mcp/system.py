@@ -83,9 +83,9 @@ class System:
         self.loop_signals = loop_signals
         # SO_REUSEADDR lets another process bind the same port while we listen (Windows).
         self.reuse_address_shares_port = reuse_address_shares_port
-        # The longest command line a child process can be given, in characters. POSIX systems
-        # allow far more (ARG_MAX is 2 MiB on Linux, 1 MiB on macOS, shared with the
-        # environment there); the figures keep a margin.
+        # The longest command line a child process can be given: in bytes on POSIX (ARG_MAX is
+        # 2 MiB on Linux, 1 MiB on macOS, shared with the environment), in UTF-16 units on
+        # Windows; the figures keep a margin.
         self.command_line_limit = command_line_limit
         # Process-creation flags that keep a console window from opening for each child (a
         # server started by a desktop host has no console; Windows would open one per git).
@@ -199,6 +199,46 @@ def folded(name: str, system: System = CURRENT) -> str:
 def loose_key(name: str) -> str:
     """`name` as the loosest file system compares it: without case, in one normalisation."""
     return unicodedata.normalize("NFC", name).casefold()
+
+
+def windows_plain_name(name: str) -> str:
+    """A `/`-separated name as Win32 opens it: each part without its trailing dots and spaces
+    (`a.py.` and `a.py ` open a.py), and a last part's `::$DATA` (the file's own stream) gone."""
+    parts = name.split("/")
+    if parts[-1].lower().endswith("::$data"):
+        parts[-1] = parts[-1][: -len("::$data")]
+    return "/".join(part if part in (".", "..") else part.rstrip(". ") or part for part in parts)
+
+
+# How a Windows path's short 8.3 parts are written out in full (GetLongPathNameW); set below on
+# Windows, and by the tests that stand in for it elsewhere.
+_long_path_of: Callable[[str], str] | None = None
+
+
+def long_path(path: str, system: System = CURRENT) -> str:
+    """`path` with each short 8.3 part (`PROGRA~1`) in its long form, on Windows; else as it is."""
+    if not system.windows or _long_path_of is None:
+        return path
+    try:
+        return _long_path_of(path)
+    except OSError:
+        return path
+
+
+def _windows_long_path(path: str) -> str:  # pragma: no cover - Windows only
+    import ctypes
+
+    kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined, unused-ignore]
+    size = 32_768
+    buffer = ctypes.create_unicode_buffer(size)
+    written = kernel32.GetLongPathNameW(path, buffer, size)
+    if not written or written >= size:
+        raise OSError(0, "GetLongPathNameW failed")
+    return str(buffer.value)
+
+
+if sys.platform == "win32":  # pragma: no cover - Windows only
+    _long_path_of = _windows_long_path
 
 
 def posix_form(path: str, system: System = CURRENT) -> str:

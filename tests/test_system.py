@@ -10,6 +10,7 @@ followed through RepositoryFacts, `codescout hits` and the CLI's writer.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 
 from codescout_mcp import cli, system
-from codescout_mcp.repository import RepositoryFacts, _chunks
+from codescout_mcp.repository import FileFacts, RepositoryFacts, _chunks
 from codescout_mcp.ripgrep import read_match_counts
 from codescout_mcp.system import (
     LINUX,
@@ -39,7 +40,7 @@ from codescout_mcp.system import (
     system_for,
 )
 from tests.gitrepo import NOW, NOW_SECONDS, Repo, env_for, run
-from tests.helpers import codescout_exe
+from tests.helpers import codescout_exe, installed
 
 
 def test_the_running_system_is_known() -> None:
@@ -224,11 +225,27 @@ def test_names_no_file_can_have() -> None:
 
 def test_long_path_lists_are_split_to_fit_the_command_line() -> None:
     names = [f"src/module_{i:04d}/file.py" for i in range(5000)]
-    runs = _chunks(names, WINDOWS.command_line_limit)
+    runs = _chunks(names, WINDOWS)
     assert [name for run in runs for name in run] == names
     assert len(runs) > 1
     assert all(sum(len(name) + 3 for name in run) <= WINDOWS.command_line_limit for run in runs)
-    assert _chunks(names, LINUX.command_line_limit) == [names]
+    assert _chunks(names, LINUX) == [names]
+
+
+def test_path_lists_are_measured_as_each_system_measures_a_command_line() -> None:
+    """Bytes on POSIX (a CJK character is three), UTF-16 units on Windows (an emoji is two)."""
+    cjk = ["\u6f22" * 80 + f"/{i}" for i in range(20_000)]
+    for flavour in (LINUX, MACOS):
+        runs = _chunks(cjk, flavour)
+        assert [name for run in runs for name in run] == cjk
+        sizes = [sum(len(os.fsencode(name)) + 1 for name in run) for run in runs]
+        assert max(sizes) <= flavour.command_line_limit < sizes[0] + len(os.fsencode(runs[1][0])) + 1
+    emoji = ["\U0001f600" * 50 + f"{i}" for i in range(2_000)]
+    runs = _chunks(emoji, WINDOWS)
+    assert all(
+        sum(len(name.encode("utf-16-le")) // 2 + 3 for name in run) <= WINDOWS.command_line_limit for run in runs
+    )
+    assert len(runs) > len(_chunks([name.replace("\U0001f600", "a") for name in emoji], WINDOWS))
 
 
 def test_a_repository_asked_about_more_paths_than_a_command_line_holds(tmp_path: Path) -> None:
@@ -270,20 +287,24 @@ def shim(folder: Path, script: str) -> dict[str, str]:
     return env
 
 
+STAND_IN_WORDS = [
+    "xcrun: error: invalid active developer path (/Library/Developer/CommandLineTools), missing xcrun at: "
+    "/Library/Developer/CommandLineTools/usr/bin/xcrun",
+    "xcode-select: note: No developer tools were found, requesting install.",
+]
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands in for git")
-def test_macos_gits_stand_in_without_the_command_line_tools_is_named(tmp_path: Path) -> None:
+@pytest.mark.parametrize("words", STAND_IN_WORDS, ids=["xcrun", "xcode-select"])
+def test_macos_gits_stand_in_without_the_command_line_tools_is_named(tmp_path: Path, words: str) -> None:
     r = Repo(tmp_path / "r")
     r.write("a.txt", "x\n")
     r.commit("2026-01-01T00:00:00Z", "a.txt")
-    env = shim(
-        tmp_path / "shim",
-        "echo 'xcrun: error: invalid active developer path (/Library/Developer/CommandLineTools), missing xcrun at: "
-        "/Library/Developer/CommandLineTools/usr/bin/xcrun' >&2\nexit 1",
-    )
+    env = shim(tmp_path / "shim", f"echo '{words}' >&2\nexit 1")
     done = run([codescout_exe(), "hits", "--now", NOW, "--repo", str(r.root)], tmp_path, stdin=b"r/a.txt:1\n", env=env)
     assert (done.returncode, done.stdout) == (1, b"")
     said = done.stderr.decode()
-    assert said.startswith("codescout: git cannot run: xcrun: error: invalid active developer path")
+    assert said.startswith(f"codescout: git cannot run: {words}")
     assert "xcode-select --install" in said and said.count("\n") == 1
 
 
@@ -385,3 +406,117 @@ def test_a_program_is_found_in_absolute_path_folders_only_on_posix(flavour: syst
     found = system.find_program("git", flavour, path=":.:bin:/usr/bin", is_program=present.__contains__)
     assert found == "/usr/bin/git"
     assert system.find_program("git", flavour, path="::.:bin", is_program=present.__contains__) is None
+
+
+def test_a_workspace_asked_again_about_thousands_of_long_names_fits_each_git_command_line(tmp_path: Path) -> None:
+    """Linux counts a command line in bytes: 3,200 names of CJK characters are 2.3 MB, past ARG_MAX
+    (2 MiB), though only 0.8 million characters. The second call asks git about each of them again."""
+    r = Repo(tmp_path / "r")
+    top, middle, stem = "\u6f22" * 80, "\u5b57" * 80, "\u540d" * 76  # 240 and 228 bytes: under NAME_MAX
+    folder = r.root / top / middle
+    folder.mkdir(parents=True)
+    names = []
+    for i in range(3200):
+        (folder / f"{stem}{i:04d}").write_text("x\n", encoding="utf-8")
+        names.append(f"{top}/{middle}/{stem}{i:04d}")
+    r.commit("2026-01-01T00:00:00Z", ".")
+    assert sum(len(os.fsencode(name)) + 1 for name in names) > 2 * 1024 * 1024
+    call = {"name": "rank_workspace_hits", "arguments": {"hits": [{"path": n, "matches": 1} for n in names]}}
+    server = subprocess.Popen(
+        [installed("codescout-mcp"), "--workspace", str(r.root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env_for(),
+    )
+    assert server.stdin is not None and server.stdout is not None
+
+    def ask(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode())
+        server.stdin.write(b"\n")
+        server.stdin.flush()
+        answer: dict[str, Any] = json.loads(server.stdout.readline())
+        return answer
+
+    try:
+        ask(
+            1,
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+        )
+        first = ask(2, "tools/call", call)["result"]
+        assert first["structuredContent"]["counts"] == {"hits": 3200, "returned": 10}, first
+        later = time.time() + 5
+        for name in names:
+            os.utime(r.root / name, (later, later))  # new stat data: each is asked about again
+        second = ask(3, "tools/call", call)["result"]
+        assert not second.get("isError"), second["content"][0]["text"]
+        assert second["structuredContent"]["counts"] == {"hits": 3200, "returned": 10}
+        server.stdin.close()
+        assert server.wait(timeout=60) == 0
+    finally:
+        server.kill()
+        server.wait()
+
+
+# --- names Windows opens as another (item 10 of the third hostile pass) -----------------------------------------
+
+
+@pytest.mark.parametrize("alias", ["a.py.", "a.py  ", "a.py. .", "a.py::$DATA", "A.PY::$data", "AB0~1.PY"])
+def test_a_name_windows_opens_as_gits_file_is_answered_as_that_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, alias: str
+) -> None:
+    """Simulated on Linux: the alias is a hard link to git's file (so it is the same file, as on
+    Windows), and the WINDOWS flavour's rules map it to git's name; GetLongPathNameW is stood in for."""
+    r = Repo(tmp_path / "r")
+    r.write("a.py", "x\n")
+    r.write("CODEOWNERS", "a.py @owner\n")
+    r.commit("2026-01-01T00:00:00Z", "a.py", "CODEOWNERS")
+    os.link(r.root / "a.py", r.root / alias)
+    short = {str(r.root / "AB0~1.PY"): str(r.root / "a.py")}
+    monkeypatch.setattr(system, "_long_path_of", lambda path: short.get(path, path))
+    facts = RepositoryFacts.open(r.root, warn=lambda _: None, isolated=True, system=WINDOWS)
+    facts.refresh()
+    described = facts.describe([alias], NOW_SECONDS)
+    assert described[alias] == FileFacts(59, "@owner")
+    assert facts.spellings == {alias: "a.py"}
+
+
+def test_windows_plain_names() -> None:
+    assert system.windows_plain_name("src./a.py. ") == "src/a.py"
+    assert system.windows_plain_name("a.py::$DATA") == "a.py"
+    assert system.windows_plain_name("../x/./a") == "../x/./a"
+    assert system.windows_plain_name("...") == "..."  # a name of dots only is left as it is
+    assert system.long_path("C:\\PROGRA~1\\x", LINUX) == "C:\\PROGRA~1\\x"
+
+
+def test_an_edit_that_puts_the_modification_time_back_is_seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows' st_ctime is the creation time: only the size (and the other fields git compares) tell."""
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "1\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    time.sleep(1.1)
+    created = os.stat(r.root / "a.txt").st_ctime_ns
+    real_stat = os.stat
+
+    def windows_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        status = real_stat(path, *args, **kwargs)
+        if str(path).startswith(str(r.root)) and not str(path).startswith(str(r.root / ".git")):
+            return stat_with(status, st_ctime_ns=created)
+        return status
+
+    monkeypatch.setattr(os, "stat", windows_stat)
+    facts = RepositoryFacts.open(r.root, warn=lambda _: None, isolated=True, system=WINDOWS)
+
+    def days() -> int:
+        facts.refresh()
+        fact = facts.describe(["a.txt"], NOW_SECONDS)["a.txt"]
+        assert not isinstance(fact, OSError)
+        return fact.days
+
+    assert days() == 59
+    before = real_stat(r.root / "a.txt")
+    r.write("a.txt", "edited\n")
+    os.utime(r.root / "a.txt", ns=(before.st_atime_ns, before.st_mtime_ns))  # as `touch -r` or an unzip does
+    assert days() == 0

@@ -125,7 +125,7 @@ def _ruby_set(pattern: str, start: int) -> tuple[str, int]:
         if pattern[i] == "]":
             break
         first = i + 1 if pattern[i] == "\\" else i
-        if first >= end or first + 1 >= end:
+        if first + 1 >= end:  # no `]` can follow
             return _NEVER, end
         low, i = pattern[first], first + 1
         if pattern[i] == "-" and pattern[i + 1 : i + 2] != "]":
@@ -172,8 +172,7 @@ def _runs(segments: list[list[str | None] | object], groups: _Groups) -> list[st
             if current:
                 runs.append("/".join(current))
                 current = []
-            if not runs or runs[-1] is not _ANY_SEGMENTS:
-                runs.append(_ANY_SEGMENTS)
+            runs.append(_ANY_SEGMENTS)  # two in a row are one: `_sequence` reads only the runs between
         else:
             assert isinstance(segment, list)
             current.append(_segment(segment, groups))
@@ -182,27 +181,24 @@ def _runs(segments: list[list[str | None] | object], groups: _Groups) -> list[st
     return runs
 
 
-def _sequence(runs: list[str | object], groups: _Groups, *, end: str, last_anchored: bool) -> str:
+def _sequence(runs: list[str | object], groups: _Groups, *, end: str) -> str:
     """The regex for runs separated by `**`, from the path's start; `end` follows the last run.
 
-    Every run but an end-anchored last one takes its leftmost place; that one takes each
-    place it fits until `end` holds too (one level of trying, so still no blow-up).
+    Every run but the last takes its leftmost place (atomically); the last tries each place it
+    fits, right to left, until `end` holds too: one level of trying, so still no blow-up.
     """
     out = ["^"]
     leading = bool(runs) and runs[0] is _ANY_SEGMENTS
     body = [run for run in runs if run is not _ANY_SEGMENTS]
     for index, run in enumerate(body):
         assert isinstance(run, str)
-        last = index == len(body) - 1
-        gap = "(?:[^/]*/)*?" if index == 0 else "(?:/[^/]*)*?/"
         if index == 0 and not leading:
-            out.append(run if not last else run + end)
-        elif last and last_anchored:
-            out.append(("(?:[^/]*/)*" if index == 0 else "(?:/[^/]*)*/") + run + end)
+            out.append(run)
+        elif index == len(body) - 1:
+            out.append(("(?:[^/]*/)*" if index == 0 else "(?:/[^/]*)*/") + run)
         else:
-            out.append(groups.atomic(gap + run) + (end if last else ""))
-    if not body:
-        out.append(end)
+            out.append(groups.atomic(("(?:[^/]*/)*?" if index == 0 else "(?:/[^/]*)*?/") + run))
+    out.append(end)
     return "".join(out)
 
 
@@ -235,16 +231,15 @@ def github_regex(pattern: str) -> re.Pattern[str] | None:
     parsed = [_ANY_SEGMENTS if segment == "**" else _github_atoms(str(segment)) for segment in segments]
     groups = _Groups()
     runs = _runs(parsed, groups)
-    if runs == [_ANY_SEGMENTS]:  # `**` alone, or `**/`: everything (below the root, for `**/`)
+    if all(run is _ANY_SEGMENTS for run in runs):  # `**` alone, or `**/`: everything (below the root, for `**/`)
         return re.compile("/" if folder_only else "")
-    trailing = runs[-1] is _ANY_SEGMENTS
     if direct_children_only:
-        end, anchored = ("/[^/]+$" if folder_only else "$"), True
-    elif trailing:
-        end, anchored = "/", False  # something below must follow
+        end = "/[^/]+$" if folder_only else "$"
+    elif runs[-1] is _ANY_SEGMENTS:
+        end = "/"  # something below must follow
     else:
-        end, anchored = "(?:/|$)", False  # the file itself, or anything below it
-    return re.compile(_sequence(runs, groups, end=end, last_anchored=anchored), re.DOTALL)
+        end = "(?:/|$)"  # the file itself, or anything below it
+    return re.compile(_sequence(runs, groups, end=end), re.DOTALL)
 
 
 def gitlab_regex(pattern: str) -> re.Pattern[str]:
@@ -260,4 +255,4 @@ def gitlab_regex(pattern: str) -> re.Pattern[str]:
     ]
     groups = _Groups()
     runs = _runs(segments, groups)
-    return re.compile(_sequence(runs, groups, end="$", last_anchored=True), re.DOTALL)
+    return re.compile(_sequence(runs, groups, end="$"), re.DOTALL)

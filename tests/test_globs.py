@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import shutil
 import subprocess
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given
@@ -55,6 +56,15 @@ def codescout_reading(pattern: str, path: str) -> str:
     return "match" if regex.search(path) is not None else "no match"
 
 
+@pytest.mark.parametrize("read", [github_regex, gitlab_regex])
+def test_patterns_of_up_to_4096_characters_are_matched_and_longer_ones_refused(
+    read: Callable[[str], object],
+) -> None:
+    assert read("/" + "a" * 4095) is not None
+    with pytest.raises(ValueError, match="longer than 4096 characters, more than codescout matches"):
+        read("/" + "a" * 4096)
+
+
 @given(patterns, paths)
 def test_github_patterns_match_as_gitignore_reads_them(pattern: str, path: str) -> None:
     if direct_children_only(pattern):
@@ -83,7 +93,10 @@ def test_github_single_star_last_owns_direct_children_only(
 
 # --- GitLab against Ruby ----------------------------------------------------------------------
 
-SET_PARTS = ["[ab]", "[!a]", "[^a]", "[]a]", "[!]", "[a-b]", "[b-a]", "[\\]]", "[a-\\]]", "[a/b]", "[a", "x]"]
+SET_PARTS = [
+    *("[ab]", "[!a]", "[^a]", "[]a]", "[!]", "[a-b]", "[b-a]", "[\\]]", "[a-\\]]", "[a/b]", "[a", "x]"),
+    *("[a-]", "[-a]", "[!-]", "[\\a-b]", "[a-\\b]", "[]-a]", "[a-", "[\\", "[a\\"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,20 @@ INSTRUCTIONS: Final = (
     "since it last changed, and open the files in the order it returns. It never searches or "
     "reads files itself."
 )
+# With --workspace, the instructions name the second tool too: Codex shows them as the
+# description of the server's whole tool group.
+WORKSPACE_INSTRUCTIONS: Final = (
+    "codescout ranks code-search hits you already have. After a search returns many files in this "
+    "workspace, call rank_workspace_hits with each file's path (relative to the workspace) and match "
+    "count: it reads each file's age from git and its owner from CODEOWNERS itself. Where you already "
+    "know each file's age, rank_search_results ranks any hits. Open the files in the order returned. "
+    "Neither tool searches or reads file contents."
+)
+
+
+def instructions(*, workspace: bool) -> str:
+    """What the server tells a client about using it, with or without the workspace tool."""
+    return WORKSPACE_INSTRUCTIONS if workspace else INSTRUCTIONS
 
 
 def served_initialize_params(params: object) -> object:

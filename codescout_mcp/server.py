@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from codescout_mcp import __version__
 from codescout_mcp.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_DESCRIPTION, TOOL_NAME, TOOL_TITLE
 from codescout_mcp.jsontext import shown
-from codescout_mcp.protocol import DISCOVERED_VERSIONS, INSTRUCTIONS, SERVED_PROTOCOL_VERSIONS, WEBSITE_URL
+from codescout_mcp.protocol import DISCOVERED_VERSIONS, SERVED_PROTOCOL_VERSIONS, WEBSITE_URL, instructions
 from codescout_mcp.results import read_only, tool_error, tool_result
 from codescout_mcp.tool import rank
 
@@ -168,7 +168,7 @@ def build_server(workspace: str | None = None) -> Server[Any]:
         version=__version__,
         title="codescout",
         description="Ranks code-search hits by matches and recency.",
-        instructions=INSTRUCTIONS,
+        instructions=instructions(workspace=workspace is not None),
         website_url=WEBSITE_URL,
         icons=list(ICONS),
         cache_hints={"tools/list": TOOLS_LIST_CACHE},
@@ -197,4 +197,4 @@ def _discover_every_served_version(server: Server[Any]) -> None:
     server.add_request_handler("server/discover", types.RequestParams, discover)
 
 
-__all__ = ["INSTRUCTIONS", "SERVED_PROTOCOL_VERSIONS", "Tools", "build_server"]
+__all__ = ["SERVED_PROTOCOL_VERSIONS", "Tools", "build_server"]

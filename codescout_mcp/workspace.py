@@ -122,7 +122,7 @@ class WorkspaceTool:
             # takes both for one) is answered under git's spelling, as git and its other hits name it.
             for index, (path, _) in enumerate(files):
                 spelled = checkout.spellings.get(path)
-                shown_spelled = None if spelled is None else self._shown(spelled, repository, identities)
+                shown_spelled = None if spelled is None else self._inside(spelled, identities)
                 if shown_spelled is not None:
                     files[index] = (path, shown_spelled)
         hits = []
@@ -190,62 +190,90 @@ class WorkspaceTool:
     ) -> tuple[str, str]:
         """(resolved absolute path, path as shown) for one hit; InvalidArguments if it is unfit.
 
-        A path is looked for under the workspace first and then, when the workspace is a
-        folder inside a repository, under the repository's root. The folders on the way are
-        resolved (`..` and links, as the system would), each once per call; the file keeps
-        its own name, as git tracks a link by it, but a link must point inside too.
+        The workspace folder is the one boundary, for every spelling of a path: relative to
+        it, absolute, through `..` or links (the folders on the way are resolved as the system
+        would, each once per call; the file keeps its own name, as git tracks a link by it,
+        and a link must point inside too), or in another case where the file system ignores it.
         """
         where = f"hits[{index}].path"
         problem = name_problem(given)
         if problem is not None:
             raise InvalidArguments(where, f"{_quoted(given)} {problem}")
-        bases = [self.root] if repository is None or repository == self.root else [self.root, repository]
-        refusal: InvalidArguments | None = None
-        for base in bases:  # where a relative path is looked for, in this order
-            located = self._located(str(base), given, folders)
-            shown_path = self._shown(located, repository, identities)
-            if shown_path is None:
-                refusal = refusal or InvalidArguments(where, "outside the workspace")
-                continue
-            try:
-                status = os.lstat(located)
-                if stat.S_ISLNK(status.st_mode):
-                    if self._shown(os.path.realpath(located), repository, identities) is None:
-                        raise InvalidArguments(where, "outside the workspace")
-                    status = os.stat(located)
-            except OSError as error:
-                if error.errno in (errno.ENOENT, errno.ENOTDIR):
-                    refusal = refusal or InvalidArguments(where, f"no such file in the workspace: {_quoted(given)}")
-                    continue
-                if error.errno == errno.ENAMETOOLONG:
-                    raise InvalidArguments(where, f"{_quoted(given)} is longer than a path can be") from None
-                raise InvalidArguments(where, f"cannot read {_quoted(given)} ({error.strerror})") from None
-            if not stat.S_ISREG(status.st_mode):
-                raise InvalidArguments(
-                    where, f"{_quoted(given)} is {describe_kind(status.st_mode)}, not a regular file"
-                )
-            identity = (status.st_dev, status.st_ino)
-            if status.st_ino and identity in seen:
-                first, first_given = seen[identity]
-                raise InvalidArguments(
-                    where, f"{_quoted(given)} names the same file as hits[{first}] ({_quoted(first_given)})"
-                )
-            seen[identity] = (index, given)
-            stats[located] = status
-            return located, shown_path
-        assert refusal is not None
-        raise refusal
+        located = self._located(str(self.root), given, folders)
+        shown_path = self._inside(located, identities)
+        if shown_path is None:
+            raise InvalidArguments(where, self._outside(located, repository, identities))
+        status = self._regular_file(where, given, located, repository, identities)
+        identity = (status.st_dev, status.st_ino)
+        if status.st_ino and identity in seen:
+            first, first_given = seen[identity]
+            raise InvalidArguments(
+                where, f"{_quoted(given)} names the same file as hits[{first}] ({_quoted(first_given)})"
+            )
+        seen[identity] = (index, given)
+        stats[located] = status
+        return located, shown_path
 
-    def _shown(self, path: str, repository: Path | None, identities: dict[str, tuple[int, int] | None]) -> str | None:
-        """`path` as the answer shows it: relative to the workspace, else to its repository's root;
-        None when it is in neither."""
-        for root in (str(self.root), *((str(repository),) if repository is not None else ())):
-            inside = relative_inside(path, root)
-            if inside is None:
-                inside = same_folder_inside(path, root, identities)
-            if inside:  # (the root itself is no file)
-                return inside
-        return None
+    def _regular_file(
+        self,
+        where: str,
+        given: str,
+        located: str,
+        repository: Path | None,
+        identities: dict[str, tuple[int, int] | None],
+    ) -> os.stat_result:
+        """The stat of the regular file at `located` (a link followed, if it stays inside)."""
+        try:
+            status = os.lstat(located)
+            if stat.S_ISLNK(status.st_mode):
+                target = os.path.realpath(located)
+                if self._inside(target, identities) is None:
+                    raise InvalidArguments(
+                        where, f"{_quoted(given)} is a link to {self._outside(target, repository, identities)}"
+                    )
+                status = os.stat(located)
+        except OSError as error:
+            if error.errno in (errno.ENOENT, errno.ENOTDIR):
+                raise InvalidArguments(where, self._missing(given, repository)) from None
+            if error.errno == errno.ENAMETOOLONG:
+                raise InvalidArguments(where, f"{_quoted(given)} is longer than a path can be") from None
+            raise InvalidArguments(where, f"cannot read {_quoted(given)} ({error.strerror})") from None
+        if not stat.S_ISREG(status.st_mode):
+            raise InvalidArguments(where, f"{_quoted(given)} is {describe_kind(status.st_mode)}, not a regular file")
+        return status
+
+    def _outside(self, path: str, repository: Path | None, identities: dict[str, tuple[int, int] | None]) -> str:
+        """Words for a path outside the workspace; naming the fix when it is in the repository around it."""
+        said = f"outside the workspace {shown(str(self.root))}"
+        if self._in_enclosing(repository) and self._relative(path, str(repository), identities) is not None:
+            said += f"; the workspace is a folder inside the repository {shown(str(repository))}: "
+            said += f"pass --workspace {shown(str(repository))}"
+        return said
+
+    def _missing(self, given: str, repository: Path | None) -> str:
+        """Words for a path the workspace does not hold; naming the fix when the repository around it does."""
+        said = f"no such file in the workspace {shown(str(self.root))}: {_quoted(given)}"
+        if self._in_enclosing(repository) and not os.path.isabs(given):
+            assert repository is not None
+            if os.path.isfile(os.path.join(repository, given)):
+                said += (
+                    f"; the workspace is a folder inside the repository {shown(str(repository))}, which has it: "
+                    f"pass --workspace {shown(str(repository))}"
+                )
+        return said
+
+    def _in_enclosing(self, repository: Path | None) -> bool:
+        return repository is not None and repository != self.root
+
+    def _inside(self, path: str, identities: dict[str, tuple[int, int] | None]) -> str | None:
+        """`path` relative to the workspace, `/`-separated, as the answer shows it; None when outside."""
+        inside = self._relative(path, str(self.root), identities)
+        return inside or None  # (the workspace itself is no file)
+
+    @staticmethod
+    def _relative(path: str, root: str, identities: dict[str, tuple[int, int] | None]) -> str | None:
+        inside = relative_inside(path, root)
+        return inside if inside is not None else same_folder_inside(path, root, identities)
 
     @staticmethod
     def _located(root: str, given: str, folders: dict[str, str]) -> str:

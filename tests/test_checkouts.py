@@ -244,24 +244,28 @@ def test_a_forced_dialect_with_no_file_in_its_places_says_where_it_looked(tmp_pa
     assert table(hits(r.root, counts("a.txt"), "--codeowners", "gitlab")) == {"a.txt": (59, "@gitlab-owner")}
 
 
-def test_a_workspace_inside_a_repository_takes_paths_from_the_repository_root(tmp_path: Path) -> None:
+def test_a_workspace_inside_a_repository_answers_for_its_own_files_with_the_repositorys_history(
+    tmp_path: Path,
+) -> None:
+    """Paths are the workspace's; ages and owners still come from the repository around it."""
     r = Repo(tmp_path / "r")
+    r.write("CODEOWNERS", "/sub/ @sub-team\n")
     r.write("src/a.py", "x\n")
-    r.commit("2025-01-01T00:00:00Z", "src/a.py")
+    r.commit("2025-01-01T00:00:00Z", "src/a.py", "CODEOWNERS")
     r.write("sub/b.py", "x\n")
     r.write("sub/src/a.py", "x\n")
     r.commit("2026-01-01T00:00:00Z", "sub/b.py", "sub/src/a.py")
-    r.write("src/only-at-root.py", "x\n")
-    r.commit("2026-02-01T00:00:00Z", "src/only-at-root.py")
-    result, _ = workspace_call(r.root / "sub", ["b.py", "src/only-at-root.py", "src/a.py"])
-    found = days_by_path(result)
-    # Under the workspace first (sub/src/a.py wins over the root's src/a.py); else from the repository's root.
-    assert set(found) == {"b.py", "src/only-at-root.py", "src/a.py"}
-    assert found["src/a.py"][0] == found["b.py"][0] == found["src/only-at-root.py"][0] + 31
-    same, _ = workspace_call(r.root / "sub", ["b.py", "sub/b.py"])
-    assert same["isError"] is True and "names the same file as hits[0]" in same["content"][0]["text"]
-    outside, _ = workspace_call(r.root / "sub", ["../../elsewhere.txt"])
-    assert outside["isError"] is True and outside["content"][0]["text"] == "hits[0].path: outside the workspace"
+    result, _ = workspace_call(r.root / "sub", ["b.py", "src/a.py"])
+    assert [(e["path"], e["owner"]) for e in result["structuredContent"]["results"]] == [
+        ("b.py", "@sub-team"),
+        ("src/a.py", "@sub-team"),
+    ]
+    assert len(set(days_by_path(result).values())) == 1  # both from the 2026 commit, not the root's src/a.py
+    outside, _ = workspace_call(r.root / "sub", ["../src/a.py"])
+    assert outside["content"][0]["text"] == (
+        f"hits[0].path: outside the workspace {r.root / 'sub'}; the workspace is a folder inside the repository "
+        f"{r.root}: pass --workspace {r.root}"
+    )
 
 
 def test_a_plain_folder_that_becomes_a_repository_is_read_as_one(tmp_path: Path) -> None:

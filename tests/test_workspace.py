@@ -186,12 +186,12 @@ async def test_a_commit_or_an_edit_between_two_calls_shows_in_the_second(client:
 @pytest.mark.parametrize(
     ("hits", "message"),
     [
-        ([{"path": "../outside.txt", "matches": 1}], "hits[0].path: outside the workspace"),
+        ([{"path": "../outside.txt", "matches": 1}], "hits[0].path: outside the workspace {root}"),
         (
             [{"path": "docs/guide.md", "matches": 1}, {"path": "/etc/hostname", "matches": 1}],
-            "hits[1].path: outside the workspace",
+            "hits[1].path: outside the workspace {root}",
         ),
-        ([{"path": "nope.py", "matches": 1}], 'hits[0].path: no such file in the workspace: "nope.py"'),
+        ([{"path": "nope.py", "matches": 1}], 'hits[0].path: no such file in the workspace {root}: "nope.py"'),
         ([{"path": "docs", "matches": 1}], 'hits[0].path: "docs" is a directory, not a regular file'),
         (
             [{"path": "docs/guide.md", "matches": 1}, {"path": "src/../docs/./guide.md", "matches": 2}],
@@ -203,11 +203,11 @@ async def test_a_commit_or_an_edit_between_two_calls_shows_in_the_second(client:
     ],
 )
 async def test_bad_hits_are_tool_errors_naming_the_place(
-    client: Client, hits: list[dict[str, Any]], message: str
+    client: Client, project: Repo, hits: list[dict[str, Any]], message: str
 ) -> None:
     result = await call(client, hits)
     assert result.is_error
-    assert text_of(result) == message
+    assert text_of(result) == message.replace("{root}", str(project.root))
 
 
 @posix_only(FIFOS)
@@ -221,8 +221,8 @@ async def test_a_fifo_and_links_out_of_the_workspace_are_refused(client: Client,
     (project.root / "linked").symlink_to(tmp_path)
     for path, message in [
         ("pipe", 'hits[0].path: "pipe" is a FIFO, not a regular file'),
-        ("link.txt", "hits[0].path: outside the workspace"),
-        ("linked/secret.txt", "hits[0].path: outside the workspace"),
+        ("link.txt", f'hits[0].path: "link.txt" is a link to outside the workspace {project.root}'),
+        ("linked/secret.txt", f"hits[0].path: outside the workspace {project.root}"),
     ]:
         result = await call(client, [{"path": path, "matches": 1}])
         assert result.is_error
@@ -312,3 +312,20 @@ def test_the_workspace_tool_over_http(project: Repo) -> None:
     finally:
         status, log = running.stop()
     assert status == 0, log
+
+
+def test_the_instructions_name_the_workspace_tool_when_it_is_offered(project: Repo) -> None:
+    """Codex shows the instructions as the description of the server's whole tool group."""
+
+    async def instructions(*args: str) -> str:
+        params = StdioServerParameters(command=installed("codescout-mcp"), args=list(args))
+        async with Client(params, mode="legacy") as connected:
+            assert connected.instructions is not None
+            return connected.instructions
+
+    import anyio
+
+    plain = anyio.run(instructions)
+    with_workspace = anyio.run(instructions, "--workspace", str(project.root))
+    assert "rank_search_results" in plain and "rank_workspace_hits" not in plain
+    assert "rank_workspace_hits" in with_workspace and "rank_search_results" in with_workspace

@@ -1,8 +1,28 @@
 """codescout: rank code-search hits you already have by one fixed, inspectable rule."""
 
-from codescout_mcp.tool import rank
-from codescout_mcp.validate import InvalidArguments
+from __future__ import annotations
 
 __version__ = "0.1.0"
+
+# Typing names are for the checker only: importing typing costs start-up time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from codescout_mcp.ranking import rank
+    from codescout_mcp.validate import InvalidArguments
+
+
+def __getattr__(name: str) -> object:
+    """`rank` and `InvalidArguments`, imported when first asked for: importing the package (as the
+    server and the CLI do before anything else) costs nothing then."""
+    if name == "rank":
+        from codescout_mcp.ranking import rank
+
+        return rank
+    if name == "InvalidArguments":
+        from codescout_mcp.validate import InvalidArguments
+
+        return InvalidArguments
+    raise AttributeError(f"module 'codescout_mcp' has no attribute {name!r}")
+
 
 __all__ = ["InvalidArguments", "__version__", "rank"]

@@ -1,3 +1,3 @@
-from codescout_mcp.cli import main
+from codescout_mcp.entry import codescout
 
-raise SystemExit(main())
+raise SystemExit(codescout())

@@ -15,10 +15,18 @@ import contextlib
 import os
 import sys
 
-from codescout_mcp import __version__
-from codescout_mcp.jsontext import JsonTextError, decode_utf8, parse_json_text, shown
-from codescout_mcp.tool import rank
-from codescout_mcp.validate import InvalidArguments
+from codescout_mcp import __version__, limits
+from codescout_mcp.cli_streams import (
+    EXIT_OK,
+    CliError,
+    State,
+    fail,
+    guarded,
+    read_input,
+    write_all,
+    write_stdout,
+)
+from codescout_mcp.text import shown
 
 # Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
 TYPE_CHECKING = False
@@ -26,117 +34,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, NoReturn
 
-EXIT_OK = 0
-EXIT_ERROR = 1
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 WORKSPACE_VARIABLE = "CODESCOUT_WORKSPACE"
-
-
-class CliError(Exception):
-    """A runtime failure the user can act on; printed as one line, exit status 1."""
-
-
-class _ReaderGone(Exception):
-    """stdout is a pipe whose reader has gone (`| head`): stop quietly, exit status 1."""
-
-
-# Standard descriptors that were closed when the command started. They are reopened on the
-# null device at once (so no file opened later lands on them), but stay "closed" here:
-# output meant for a closed stdout is an error, not something to throw away.
-_closed: frozenset[int] = frozenset()
-
-
-def _reserve_standard_descriptors() -> frozenset[int]:
-    closed = set()
-    for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
-            closed.add(fd)
-    for fd in sorted(closed):
-        opened = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
-        if opened != fd:
-            os.dup2(opened, fd)
-            os.close(opened)
-    return frozenset(closed)
-
-
-def _fail(message: str) -> None:
-    """One line on stderr, if stderr can take it."""
-    _write_all(2, f"codescout: {message}\n".encode("utf-8", "backslashreplace"))
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    try:
-        while view:
-            view = view[os.write(fd, view) :]
-    except OSError:
-        pass  # stderr itself is gone: the exit status is all that is left to say it
-
-
-def write_stdout(data: bytes) -> None:
-    """All of `data` to stdout, or CliError / _ReaderGone: a short write never passes as done."""
-    if 1 in _closed:
-        raise CliError("cannot write the output: stdout is closed")
-    if os.name == "nt":  # pragma: no cover - Windows: a console takes text, not UTF-8 bytes
-        from codescout_mcp.system import is_console, write_console
-
-        if is_console(1):
-            write_console(data)
-            return
-    view = memoryview(data)
-    while view:
-        try:
-            written = os.write(1, view)
-        except OSError as error:
-            from codescout_mcp.system import CURRENT
-
-            if error.errno in CURRENT.broken_pipe_errnos:  # EPIPE; on Windows also EINVAL
-                raise _ReaderGone from None
-            raise CliError(f"cannot write to stdout: {error.strerror or error}") from None
-        view = view[written:]
-
-
-DEFAULT_MAX_INPUT_BYTES = 256 << 20
-
-
-def read_input(name: str, source: str, limit: int = DEFAULT_MAX_INPUT_BYTES) -> bytes:
-    """The whole of a file, or of stdin for `-`, up to `limit` bytes; CliError naming `source`
-    (made one line) if it cannot be read or holds more (an endless source like /dev/zero too)."""
-    if name == "-" and 0 in _closed:
-        raise CliError("cannot read stdin: it is closed")
-    try:
-        if name == "-":
-            return _read_bounded(0, source, limit)
-        fd = os.open(name, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        try:
-            return _read_bounded(fd, source, limit)
-        finally:
-            os.close(fd)
-    except OSError as error:
-        raise CliError(f"cannot read {source}: {error.strerror or error}") from None
-    except MemoryError:
-        raise CliError(f"not enough memory to read {source}") from None
-
-
-def _read_bounded(fd: int, source: str, limit: int) -> bytes:
-    status = os.fstat(fd)
-    if status.st_size > limit:  # a regular file says its size: refused before a byte is read
-        raise CliError(f"{source} holds more than {limit} bytes, more than --max-input-bytes allows")
-    chunks = []
-    size = 0
-    # A regular file in one read (then no copy joins its parts); anything else in pieces.
-    want = status.st_size + 1 if status.st_size and (status.st_mode & 0o170000) == 0o100000 else 1 << 20
-    while chunk := os.read(fd, want):
-        size += len(chunk)
-        if size > limit:
-            raise CliError(f"{source} holds more than {limit} bytes, more than --max-input-bytes allows")
-        chunks.append(chunk)
-        want = 1 << 20
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -160,7 +60,7 @@ class _Parser(argparse.ArgumentParser):
         if not message:
             return
         if file is sys.stderr:
-            _write_all(2, message.encode("utf-8", "backslashreplace"))
+            write_all(2, message.encode("utf-8", "backslashreplace"))
         else:
             write_stdout(message.encode("utf-8", "backslashreplace"))
 
@@ -228,9 +128,9 @@ def add_input_limit(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--max-input-bytes",
         type=_positive,
-        default=DEFAULT_MAX_INPUT_BYTES,
+        default=limits.MAX_INPUT_BYTES,
         metavar="N",
-        help=f"largest input read; a larger one is an error (default {DEFAULT_MAX_INPUT_BYTES}, 256 MiB)",
+        help=f"largest input read; a larger one is an error (default {limits.in_words(limits.MAX_INPUT_BYTES)})",
     )
 
 
@@ -251,20 +151,21 @@ def add_mcp_options(mcp_cmd: argparse.ArgumentParser) -> None:
     )
     mcp_cmd.add_argument(
         "--log-level",
-        default="warning",
+        default=limits.LOG_LEVEL,
         choices=["debug", "info", "warning", "error", "critical"],
-        help="what to log on stderr (default: warning)",
+        help=f"what to log on stderr (default: {limits.LOG_LEVEL})",
     )
     stdio = mcp_cmd.add_argument_group("stdio options")
     stdio.add_argument(
         "--max-message-bytes",
         type=_positive,
         metavar="N",
-        help="largest message read from stdin; a larger one gets an error reply (default 33554432, 32 MiB)",
+        help="largest message read from stdin; a larger one gets an error reply "
+        f"(default {limits.in_words(limits.MAX_MESSAGE_BYTES)})",
     )
     http = mcp_cmd.add_argument_group("streamable HTTP options")
-    http.add_argument("--host", help="address to listen on (default 127.0.0.1)")
-    http.add_argument("--port", type=_port, help="port to listen on (default 8000; 0 picks a free one)")
+    http.add_argument("--host", help=f"address to listen on (default {limits.HOST})")
+    http.add_argument("--port", type=_port, help=f"port to listen on (default {limits.PORT}; 0 picks a free one)")
     http.add_argument(
         "--allow-host",
         action="append",
@@ -281,38 +182,43 @@ def add_mcp_options(mcp_cmd: argparse.ArgumentParser) -> None:
         "--max-body-bytes",
         type=_positive,
         metavar="N",
-        help="largest request body accepted; larger gets 413 (default 33554432, 32 MiB)",
+        help=f"largest request body accepted; larger gets 413 (default {limits.in_words(limits.MAX_BODY_BYTES)})",
     )
     http.add_argument(
         "--max-buffered-bytes",
         type=_positive,
         metavar="N",
-        help="bytes of request bodies and unsent answers held at once; a request with no room waits up to 2 s, "
-        "then gets 503 with Retry-After (default 33554432, 32 MiB; at least --max-body-bytes; peak memory: README)",
+        help="bytes of request bodies and unsent answers held at once; a request with no room waits in line until "
+        "its --request-timeout, then gets 503 with Retry-After "
+        f"(default {limits.in_words(limits.MAX_BUFFERED_BYTES)}; at least --max-body-bytes; peak memory: docs/http.md)",
     )
     http.add_argument(
         "--request-timeout",
         type=_seconds,
         metavar="SECONDS",
-        help="a request's headers and body must arrive within this time, else 408 (default 30)",
+        help=f"a request's headers and body must arrive within this time, else 408 "
+        f"(default {limits.seconds(limits.REQUEST_TIMEOUT)})",
     )
     http.add_argument(
         "--write-timeout",
         type=_seconds,
         metavar="SECONDS",
-        help="an answer whose client reads none of it for this long is dropped with its connection (default 30)",
+        help="an answer whose client reads none of it for this long is dropped with its connection "
+        f"(default {limits.seconds(limits.WRITE_TIMEOUT)})",
     )
     http.add_argument(
         "--max-concurrent",
         type=_positive,
         metavar="N",
-        help="requests served at once; more get 503 with Retry-After (default 32)",
+        help="requests served at once; more wait in line until their --request-timeout, then get 503 with "
+        f"Retry-After (default {limits.MAX_CONCURRENT})",
     )
     http.add_argument(
         "--shutdown-timeout",
         type=_seconds,
         metavar="SECONDS",
-        help="on SIGTERM, how long to let requests in flight finish (default 10)",
+        help="on SIGTERM, how long to let requests in flight finish "
+        f"(default {limits.seconds(limits.SHUTDOWN_TIMEOUT)})",
     )
     http.add_argument(
         "--tls-certfile",
@@ -329,7 +235,7 @@ def add_mcp_options(mcp_cmd: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (as the `codescout` command, exit with it)."""
-    status = _guarded(lambda: _main(_parser(), argv))
+    status = guarded(lambda: _main(_parser(), argv))
     if argv is None:
         _leave(status)
     return status
@@ -358,41 +264,7 @@ def mcp_main(argv: Sequence[str] | None = None) -> int:
         status: int = args.run(args)
         return status
 
-    return _guarded(run)
-
-
-class _ClosedStream:
-    """Stands in for sys.stdout or sys.stderr when Python found the descriptor closed."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-
-def _guarded(run: Any) -> int:
-    global _closed
-    _closed = _reserve_standard_descriptors()
-    # Python sets a stream it found closed to None; give each one an identity of its own, so
-    # that help text meant for stdout is never taken for an error meant for stderr.
-    for name in ("stdout", "stderr"):
-        if getattr(sys, name) is None:
-            setattr(sys, name, _ClosedStream())
-    try:
-        status: int = run()
-    except CliError as error:
-        _fail(str(error))
-        return EXIT_ERROR
-    except _ReaderGone:
-        _silence_stdout()
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
-    except MemoryError:  # an input under --max-input-bytes can still be more than a memory cap allows
-        _fail("not enough memory for this input")
-        return EXIT_ERROR
-    return status
+    return guarded(run)
 
 
 def _main(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
@@ -405,6 +277,10 @@ def _main(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
 
 def _run_rank(args: argparse.Namespace) -> int:
     import gc
+
+    from codescout_mcp.jsontext import JsonTextError
+    from codescout_mcp.ranking import rank
+    from codescout_mcp.validate import InvalidArguments
 
     # A short-lived process that builds one large tree of objects and frees it at exit:
     # the collector would only walk it again and again (a third of the parse's time).
@@ -422,6 +298,8 @@ def _run_rank(args: argparse.Namespace) -> int:
 def _parsed(name: str, source: str, limit: int) -> Any:
     """The input's JSON value; its bytes are freed once decoded, its text once parsed, so the
     peak is that of the text and the value together, as for `json.load`."""
+    from codescout_mcp.jsontext import decode_utf8, parse_json_text
+
     text = decode_utf8(read_input(name, source, limit), source)
     return parse_json_text(text, source)
 
@@ -503,10 +381,10 @@ def _timestamp(text: str) -> float:
 
 
 def _run_hits(args: argparse.Namespace) -> int:
+    from codescout_mcp.cli_streams import is_console
     from codescout_mcp.hits import HitsError, hits_arguments
-    from codescout_mcp.system import is_console
 
-    if args.source is None and 0 not in _closed and is_console(0):
+    if args.source is None and 0 not in State.closed and is_console(0):
         args.parser.error("pipe ripgrep's output in (rg --json PATTERN | codescout hits) or use --from FILE")
     name = args.source or "-"
     source = "stdin" if name == "-" else shown(name)
@@ -516,7 +394,7 @@ def _run_hits(args: argparse.Namespace) -> int:
             source,
             repo=args.repo,
             codeowners=args.codeowners,
-            warn=lambda m: _fail(f"warning: {m}"),
+            warn=lambda m: fail(f"warning: {m}"),
             now=args.now,
             limit=args.limit,
         )
@@ -527,7 +405,7 @@ def _run_hits(args: argparse.Namespace) -> int:
 
 
 def _run_mcp(args: argparse.Namespace) -> int:
-    if 1 in _closed and args.transport == "stdio":
+    if 1 in State.closed and args.transport == "stdio":
         raise CliError("stdout is closed, and the MCP server writes its replies there")
     unused = _STDIO_OPTIONS if args.transport != "stdio" else _HTTP_OPTIONS
     given = [name for name in unused if getattr(args, name) is not None]
@@ -537,36 +415,21 @@ def _run_mcp(args: argparse.Namespace) -> int:
         args.parser.error(f"{flag} only applies with --transport {other}")
     workspace = _workspace(args)
 
-    from codescout_mcp.system import configure_logging
-
     configure_logging(args.log_level)
     if args.transport == "stdio":
-        from codescout_mcp.stdio import DEFAULT_MAX_MESSAGE_BYTES, serve_stdio
+        from codescout_mcp.stdio import serve_stdio
 
-        return serve_stdio(
-            max_message_bytes=args.max_message_bytes or DEFAULT_MAX_MESSAGE_BYTES,
-            workspace=workspace,
-        )
+        return serve_stdio(max_message_bytes=args.max_message_bytes or limits.MAX_MESSAGE_BYTES, workspace=workspace)
 
     if args.tls_keyfile is not None and args.tls_certfile is None:
         args.parser.error("--tls-keyfile needs --tls-certfile (the certificate the key belongs to)")
 
-    from codescout_mcp.remote import HttpSettings, serve_http
+    from codescout_mcp.http import HttpSettings, serve_http
 
-    defaults = HttpSettings()
-    settings = HttpSettings(
-        host=args.host or defaults.host,
-        port=defaults.port if args.port is None else args.port,
+    settings = HttpSettings.given(
+        **{name: getattr(args, name) for name in _HTTP_OPTIONS},
         allow_hosts=tuple(args.allow_host or ()),
         allow_origins=tuple(args.allow_origin or ()),
-        max_body_bytes=args.max_body_bytes or defaults.max_body_bytes,
-        max_buffered_bytes=args.max_buffered_bytes or defaults.max_buffered_bytes,
-        request_timeout=args.request_timeout or defaults.request_timeout,
-        write_timeout=args.write_timeout or defaults.write_timeout,
-        max_concurrent=args.max_concurrent or defaults.max_concurrent,
-        shutdown_timeout=args.shutdown_timeout or defaults.shutdown_timeout,
-        tls_certfile=args.tls_certfile,
-        tls_keyfile=args.tls_keyfile,
         log_level=args.log_level,
     )
     return serve_http(settings, workspace=workspace)
@@ -586,7 +449,18 @@ def _workspace(args: argparse.Namespace) -> str | None:
     return os.path.realpath(given)
 
 
-def _silence_stdout() -> None:
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.close(devnull)
+def configure_logging(level: str) -> None:
+    """Log to stderr only (on stdio, stdout carries nothing but JSON-RPC), always in UTF-8.
+
+    The MCP spec asks for UTF-8 on stderr too; Windows would write the console's code page.
+    A name holding a lone surrogate (a client can send one) is written as its escape
+    instead of failing the log line.
+    """
+    import logging
+
+    stream = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)  # noqa: SIM115
+    logging.basicConfig(
+        stream=stream,
+        level=level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )

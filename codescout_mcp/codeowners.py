@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Final
 
 from codescout_mcp.globs import github_regex, gitlab_regex
-from codescout_mcp.jsontext import shown
-from codescout_mcp.system import NotRegular, read_regular, relative_inside
+from codescout_mcp.paths import NotRegular, read_regular, relative_inside
+from codescout_mcp.text import shown
 
 Warn = Callable[[str], None]
 # Whether a rule's pattern matches a path (a match object or None, as `re` answers).

@@ -29,15 +29,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-from codescout_mcp.jsontext import shown
-from codescout_mcp.system import (
-    ChildOutputTooLarge,
-    ChildTimeout,
-    StreamedChild,
-    decode_name,
-    find_program,
-    run_child,
-)
+from codescout_mcp.platform import decode_name
+from codescout_mcp.processes import ChildOutputTooLarge, ChildTimeout, StreamedChild, find_program, run_child
+from codescout_mcp.text import shown
 
 GIT_TIMEOUT: Final = 120.0
 

@@ -16,10 +16,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from codescout_mcp.checkout import Checkout
 from codescout_mcp.git import GitError
-from codescout_mcp.jsontext import shown
-from codescout_mcp.repository import Checkout, FileFacts, RepositoryError, Warn
+from codescout_mcp.gitfiles import RepositoryError
+from codescout_mcp.repository import FileFacts, Warn
 from codescout_mcp.ripgrep import RipgrepError, read_match_counts
+from codescout_mcp.text import shown
 
 
 class HitsError(Exception):

@@ -1,10 +1,13 @@
-"""The ranking rule: score, order, top-k. Pure functions on checked hits; no I/O."""
+"""The ranking rule: score, order, top-k, pure functions on checked hits; and `rank`, the one handler
+both fronts call (an arguments object in, the ranked answer out). No I/O."""
 
 from __future__ import annotations
 
 import heapq
 from itertools import compress, repeat
 from operator import itemgetter, mul, sub
+
+from codescout_mcp.validate import validate
 
 # Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
 TYPE_CHECKING = False
@@ -107,3 +110,13 @@ def ranked(hits: list[Hit], limit: int, *, has_integral_floats: bool) -> dict[st
         entry(hit, rank) for rank, hit in enumerate(top(hits, limit, has_integral_floats=has_integral_floats), 1)
     ]
     return {"results": results, "counts": {"hits": len(hits), "returned": len(results)}}
+
+
+def rank(arguments: object) -> dict[str, Any]:
+    """Rank the hits in a tool arguments object; raise InvalidArguments if it breaks the contract.
+
+    >>> rank({"hits": [{"path": "a.py", "matches": 2, "last_modified_days": 5}]})["results"][0]["score"]
+    195
+    """
+    checked = validate(arguments)
+    return ranked(checked.hits, checked.limit, has_integral_floats=checked.has_integral_floats)

@@ -14,13 +14,6 @@ import mcp_types as types
 from codescout_mcp.validate import InvalidArguments
 
 
-def read_only(title: str) -> types.ToolAnnotations:
-    """What both tools are: they change nothing, answer the same to the same, reach nothing outside."""
-    return types.ToolAnnotations(
-        title=title, read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-    )
-
-
 def tool_error(message: str) -> types.CallToolResult:
     """A tool error (`isError: true`) whose one text block says what went wrong."""
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)

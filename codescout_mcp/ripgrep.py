@@ -13,8 +13,9 @@ import re
 from typing import Final
 
 from codescout_mcp.contract import MAX_INTEGER_DIGITS
-from codescout_mcp.jsontext import shown, utf16_name
-from codescout_mcp.system import CURRENT, System, decode_name
+from codescout_mcp.jsontext import utf16_name
+from codescout_mcp.platform import CURRENT, System, decode_name
+from codescout_mcp.text import shown
 
 
 class RipgrepError(Exception):

@@ -8,12 +8,10 @@ the model can read.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anyio
@@ -23,47 +21,23 @@ from mcp.server.caching import CacheHint
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from codescout_mcp import __version__
-from codescout_mcp.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_DESCRIPTION, TOOL_NAME, TOOL_TITLE
-from codescout_mcp.jsontext import shown
-from codescout_mcp.protocol import DISCOVERED_VERSIONS, SERVED_PROTOCOL_VERSIONS, WEBSITE_URL, instructions
-from codescout_mcp.results import read_only, tool_error, tool_result
-from codescout_mcp.tool import rank
+from codescout_mcp import catalog
+from codescout_mcp.contract import TOOL_NAME
+from codescout_mcp.protocol import DISCOVERED_VERSIONS, SERVED_PROTOCOL_VERSIONS
+from codescout_mcp.ranking import rank
+from codescout_mcp.results import tool_error, tool_result
+from codescout_mcp.text import shown
 
 if TYPE_CHECKING:
     from codescout_mcp.workspace import WorkspaceTool
 
 logger = logging.getLogger("codescout")
 
-READ_ONLY: Final = read_only(TOOL_TITLE)
+# The tools as the SDK's models, made from the catalog's JSON (the one place they are written).
+TOOL: Final = types.Tool.model_validate(catalog.RANK_TOOL, by_name=False)
+WORKSPACE_TOOL: Final = types.Tool.model_validate(catalog.WORKSPACE_TOOL, by_name=False)
+TOOLS_LIST_CACHE: Final = CacheHint(ttl_ms=catalog.TOOLS_LIST_TTL_MS, scope=catalog.TOOLS_LIST_CACHE_SCOPE)
 
-
-def _icon(name: str, mime_type: str, size: str) -> types.Icon:
-    """An icon shipped in the package, inlined as a data: URI: a client need fetch nothing to show it."""
-    data = (Path(__file__).parent / "icons" / name).read_bytes()
-    source = f"data:{mime_type};base64,{base64.b64encode(data).decode('ascii')}"
-    return types.Icon(src=source, mime_type=mime_type, sizes=[size])
-
-
-# The same picture twice: SVG scales, and PNG is the one format every client that shows icons
-# must support (SVG is only recommended). Both are small: on 2026-07-28 every answer repeats them.
-ICONS: Final = (
-    _icon("codescout.svg", "image/svg+xml", "any"),
-    _icon("codescout.png", "image/png", "64x64"),
-)
-
-TOOL: Final = types.Tool(
-    name=TOOL_NAME,
-    title=TOOL_TITLE,
-    description=TOOL_DESCRIPTION,
-    input_schema=INPUT_SCHEMA,
-    output_schema=OUTPUT_SCHEMA,
-    annotations=READ_ONLY,
-)
-
-# The tool list changes only with the version (and the --workspace setting, fixed for a
-# server's life): clients may keep it for a day and share it between users.
-TOOLS_LIST_CACHE: Final = CacheHint(ttl_ms=24 * 60 * 60 * 1000, scope="public")
 
 # Ranking is CPU work. Large calls go to a worker thread so the event loop keeps answering
 # pings and reading other requests while they run.
@@ -117,7 +91,7 @@ class Tools:
             from codescout_mcp.workspace import WorkspaceTool
 
             self.workspace_tool = WorkspaceTool(workspace)
-            self.listed.append(self.workspace_tool.definition)
+            self.listed.append(WORKSPACE_TOOL)
 
     async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         # One page holds every tool, so this server never hands out a cursor: any cursor is
@@ -163,14 +137,15 @@ class Tools:
 def build_server(workspace: str | None = None) -> Server[Any]:
     """A fresh low-level Server offering the tool (and the workspace tool, given a workspace)."""
     tools = Tools(workspace)
+    info = catalog.SERVER_INFO
     server: Server[Any] = Server(
-        "codescout",
-        version=__version__,
-        title="codescout",
-        description="Ranks code-search hits by matches and recency.",
-        instructions=instructions(workspace=workspace is not None),
-        website_url=WEBSITE_URL,
-        icons=list(ICONS),
+        info["name"],
+        version=info["version"],
+        title=info["title"],
+        description=info["description"],
+        instructions=catalog.instructions(workspace=workspace is not None),
+        website_url=info["websiteUrl"],
+        icons=[types.Icon.model_validate(icon, by_name=False) for icon in info["icons"]],
         cache_hints={"tools/list": TOOLS_LIST_CACHE},
         on_list_tools=tools.list_tools,
         on_call_tool=tools.call_tool,

@@ -29,48 +29,31 @@ from typing import Any, Final
 
 import mcp_types as types
 
+from codescout_mcp.checkout import Checkout
 from codescout_mcp.contract import (
-    OUTPUT_SCHEMA,
     WORKSPACE_INPUT_SCHEMA,
-    WORKSPACE_TOOL_DESCRIPTION,
     WORKSPACE_TOOL_NAME,
-    WORKSPACE_TOOL_TITLE,
 )
 from codescout_mcp.git import GitError
-from codescout_mcp.jsontext import shown
+from codescout_mcp.gitfiles import RepositoryError
+from codescout_mcp.paths import ancestors, describe_kind, relative_inside, resolved_folder, same_folder_inside
+from codescout_mcp.platform import name_problem
 from codescout_mcp.protocol import CALL_SECONDS
-from codescout_mcp.repository import Checkout, FileFacts, NeedsWork, RepositoryError
-from codescout_mcp.results import read_only, tool_error, tool_result
-from codescout_mcp.system import (
-    ancestors,
-    describe_kind,
-    name_problem,
-    relative_inside,
-    resolved_folder,
-    same_folder_inside,
-)
-from codescout_mcp.tool import rank
+from codescout_mcp.ranking import rank
+from codescout_mcp.repository import FileFacts, NeedsWork
+from codescout_mcp.results import tool_error, tool_result
+from codescout_mcp.text import shown
 from codescout_mcp.validate import Checker, InvalidArguments
 
 logger = logging.getLogger("codescout")
 
 CHECKER: Final = Checker(WORKSPACE_INPUT_SCHEMA)
 
-DEFINITION: Final = types.Tool(
-    name=WORKSPACE_TOOL_NAME,
-    title=WORKSPACE_TOOL_TITLE,
-    description=WORKSPACE_TOOL_DESCRIPTION,
-    input_schema=WORKSPACE_INPUT_SCHEMA,
-    output_schema=OUTPUT_SCHEMA,
-    annotations=read_only(WORKSPACE_TOOL_TITLE),
-)
-
 
 class WorkspaceTool:
     """The tool for one workspace folder; safe to call from several threads."""
 
     name: Final = WORKSPACE_TOOL_NAME
-    definition: Final = DEFINITION
 
     def __init__(self, folder: str) -> None:
         self.root = Path(os.path.realpath(folder))

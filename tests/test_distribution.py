@@ -178,8 +178,8 @@ def test_wheel_holds_the_package_only(docker_install: Path) -> None:
     top = {name.split("/")[0] for name in names}
     assert top == {"codescout_mcp", f"{DIST}-{__version__}.dist-info"}
     assert "Name: codescout-mcp\n" in metadata
-    assert "codescout = codescout_mcp.cli:main" in entry_points
-    assert "codescout-mcp = codescout_mcp.cli:mcp_main" in entry_points
+    assert "codescout = codescout_mcp.entry:codescout" in entry_points
+    assert "codescout-mcp = codescout_mcp.entry:codescout_mcp" in entry_points
     assert "codescout_mcp/py.typed" in names
     assert {"codescout_mcp/icons/codescout.svg", "codescout_mcp/icons/codescout.png"} <= set(names)
     assert "License-Expression: MIT" in metadata

@@ -340,7 +340,7 @@ def test_a_client_that_leaves_mid_body_leaves_no_traceback() -> None:
     assert "Traceback" not in log and "Exception" not in log
 
 
-def test_beyond_max_concurrent_requests_get_503_with_retry_after() -> None:
+def test_beyond_max_concurrent_a_request_waits_for_a_slot_and_is_served() -> None:
     running = RunningServer("--max-concurrent", "2")
     held = []
     try:
@@ -349,14 +349,32 @@ def test_beyond_max_concurrent_requests_get_503_with_retry_after() -> None:
             sock.sendall(HEADERS + b"Content-Length: 1000\r\n\r\n{")
             held.append(sock)
         time.sleep(0.3)
-        status, headers, _ = running.request("POST", json.dumps(CALL).encode())
-        assert (status, headers.get("retry-after")) == (503, "1")
+        answers: list[tuple[int, bytes]] = []
+        waiter = threading.Thread(target=lambda: answers.append(running.call()))
+        waiter.start()
+        time.sleep(1.0)
+        assert answers == []  # waiting in line: not refused
         for sock in held:
             sock.close()
-        deadline = time.monotonic() + 5
-        while running.call()[0] != 200:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        waiter.join(timeout=10)
+        assert [status for status, _ in answers] == [200]
+    finally:
+        status, _ = running.stop()
+    assert status == 0
+
+
+def test_beyond_max_concurrent_a_request_is_refused_at_its_own_deadline() -> None:
+    running = RunningServer("--max-concurrent", "1", "--request-timeout", "1.5")
+    try:
+        sock = slow_socket(running)
+        sock.sendall(HEADERS + b"Content-Length: 1000\r\n\r\n{")  # holds the slot until its 408
+        time.sleep(0.3)
+        started = time.monotonic()
+        status, headers, _ = running.request("POST", json.dumps(CALL).encode(), {"Connection": "close"})
+        waited = time.monotonic() - started
+        # The holder's deadline comes first and frees the slot: the waiter, behind it, is served.
+        assert status == 200 and waited < 3, (status, waited)
+        sock.close()
     finally:
         status, _ = running.stop()
     assert status == 0
@@ -511,18 +529,19 @@ def test_a_batch_is_served_at_2025_03_26_and_refused_after_it(server: RunningSer
 
 
 def test_http_defaults_port_8000_and_its_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    from codescout_mcp import cli, remote
+    from codescout_mcp import cli
+    from codescout_mcp import http as transport
 
-    seen: list[remote.HttpSettings] = []
+    seen: list[transport.HttpSettings] = []
 
-    def serve_http(settings: remote.HttpSettings, workspace: str | None = None) -> int:
+    def serve_http(settings: transport.HttpSettings, workspace: str | None = None) -> int:
         seen.append(settings)
         return 0
 
-    monkeypatch.setattr(remote, "serve_http", serve_http)
+    monkeypatch.setattr(transport, "serve_http", serve_http)
     assert cli.main(["mcp", "--transport", "streamable-http"]) == 0
     assert seen == [
-        remote.HttpSettings(
+        transport.HttpSettings(
             host="127.0.0.1",
             port=8000,
             allow_hosts=(),

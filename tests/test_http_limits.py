@@ -96,34 +96,44 @@ def held_request(running: RunningServer, size: int) -> socket.socket:
     return sock
 
 
-def test_a_request_with_no_room_in_the_budget_waits_two_seconds_then_gets_503_with_retry_after() -> None:
+def test_a_declared_body_that_never_comes_holds_no_room_after_a_second() -> None:
+    """One client declaring a large body and sending nothing does not lock the budget: after
+    STALL_SECONDS its reservation goes back, and the request waiting in line is served."""
     running = RunningServer("--max-body-bytes", "100000", "--max-buffered-bytes", "150000")
     try:
-        first = held_request(running, 100_000)  # holds 100,000 of the 150,000 bytes while its body arrives
+        first = held_request(running, 100_000)  # reserves 100,000 of the 150,000 bytes, sends one
         time.sleep(0.3)
         started = time.monotonic()
-        status, headers, body = running.request(
-            "POST", b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}' + b" " * 60_000
-        )
+        status, _, body = running.request("POST", b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}' + b" " * 60_000)
         waited = time.monotonic() - started
-        assert (status, headers.get("retry-after"), body) == (
-            503,
-            "1",
-            b"Busy: the server's buffers are full (see --max-buffered-bytes); retry shortly\n",
-        )
-        assert 1.8 < waited < 4, waited
-        # A small request fits beside the held one at once.
-        assert running.call()[0] == 200
-
-        # Room that comes within the wait lets the waiting request in.
-        ping = b'{"jsonrpc": "2.0", "id": 2, "method": "ping"}' + b" " * 60_000
-        answers: list[tuple[int, bytes]] = []
-        waiter = threading.Thread(target=lambda: answers.append(running.post(ping)))
-        waiter.start()
-        time.sleep(0.5)
+        assert (status, body) == (200, b'{"jsonrpc":"2.0","id":1,"result":{}}')
+        assert 0.4 < waited < 5, waited  # it waited its turn: until the silent body gave its room back
+        assert running.call()[0] == 200  # a small request fits at once
         first.close()
-        waiter.join(timeout=10)
-        assert answers == [(200, b'{"jsonrpc":"2.0","id":2,"result":{}}')]
+    finally:
+        status, log = running.stop()
+    assert status == 0
+    assert "Traceback" not in log
+
+
+def test_a_request_waits_in_line_until_its_own_deadline_then_gets_503_and_a_true_retry_after() -> None:
+    """The budget held by an answer nobody reads: a later request waits its turn until its own
+    --request-timeout, then 503; Retry-After says when the holder must have let go."""
+    running = RunningServer("--request-timeout", "3", "--write-timeout", "8")
+    try:
+        holder = never_reading(running.port, request_bytes(greedy_body(36)))  # its answer passes the 32 MiB budget
+        time.sleep(2)
+        started = time.monotonic()
+        status, headers, body = running.request("POST", json.dumps(CALL).encode())
+        waited = time.monotonic() - started
+        assert (status, body) == (
+            503,
+            b"Busy: the server's buffers are full (see --max-buffered-bytes); retry after the time Retry-After gives\n",
+        )
+        assert 2.5 < waited < 6, waited
+        assert 1 <= int(headers["retry-after"]) <= 8
+        assert outcome(holder) == "whole"  # read at last: the room it held comes back
+        assert running.call()[0] == 200
     finally:
         status, log = running.stop()
     assert status == 0
@@ -513,8 +523,8 @@ def test_a_bad_tls_key_file_is_one_line_and_a_key_alone_is_a_usage_error(tmp_pat
 
 
 def test_so_reuseaddr_is_set_on_posix_and_left_off_on_windows() -> None:
-    from codescout_mcp.remote import bind
-    from codescout_mcp.system import LINUX, MACOS, WINDOWS
+    from codescout_mcp.http.settings import bind
+    from codescout_mcp.platform import LINUX, MACOS, WINDOWS
 
     for system, expected in ((LINUX, True), (MACOS, True), (WINDOWS, False)):
         sock = bind("127.0.0.1", 0, system)

@@ -200,7 +200,7 @@ def test_a_client_that_never_reads_its_answers_gets_no_more_of_them_made() -> No
 def test_after_stdin_closes_answers_are_waited_for_as_long_as_a_call_may_take(tmp_path: Path) -> None:
     """Both limits are one setting: a call that runs into the time allowed is an error, answered."""
     from codescout_mcp.protocol import CALL_SECONDS
-    from codescout_mcp.stdio import DRAIN_SECONDS
+    from codescout_mcp.stdio.pipes import DRAIN_SECONDS
 
     assert DRAIN_SECONDS > CALL_SECONDS
     shim = tmp_path / "shim"

@@ -1,8 +1,10 @@
-"""The stdio server's first moments: the handshake at once, the SDK's own bytes, any event loop.
+"""The stdio server's first moments, through the installed command: a host's first requests at once,
+the SDK's own answers, any event loop, a signal at any moment, an SDK that will not load.
 
-* `handshake.json` holds exactly what the SDK answers (recorded again here and compared),
-  and the early answers on the wire are byte for byte the SDK's;
-* the handshake is answered while the SDK is still loading (made to load slowly here);
+* the early answers on the wire are the SDK's (in process, for every host and every shape of
+  params: test_early_answers.py);
+* the first requests of Codex and Claude Code are answered while the SDK is still loading (made
+  to load slowly here), and the call after them once it is up;
 * an event loop without `add_signal_handler` (as on Windows) changes nothing: the server
   starts, answers and stops on stdin's end and on Ctrl-C.
 """
@@ -22,7 +24,6 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp.handshake import DATA, fingerprint, record
 from codescout_mcp.protocol import HANDSHAKE_VERSIONS
 from tests.helpers import installed
 from tests.platforms import SIGNALS, posix_only
@@ -61,22 +62,16 @@ SDK_ONLY = (
 )
 
 
-def answers(argv: list[str], data: bytes, env: dict[str, str] | None = None) -> dict[object, bytes]:
-    """Each answer's bytes, by id."""
+def answers(argv: list[str], data: bytes, env: dict[str, str] | None = None) -> dict[object, Any]:
+    """Each answer, by id."""
     done = subprocess.run(argv, input=data, capture_output=True, timeout=120, env=env, check=False)
     assert done.returncode == 0, done.stderr
-    return {json.loads(raw)["id"]: raw for raw in done.stdout.splitlines()}
-
-
-def test_the_recorded_handshake_is_what_the_sdk_answers_now() -> None:
-    stored = json.loads(Path(DATA).read_text(encoding="utf-8"))
-    assert stored["fingerprint"] == fingerprint(), "run `python -m codescout_mcp.handshake`"
-    assert record() == stored
+    return {json.loads(raw)["id"]: json.loads(raw) for raw in done.stdout.splitlines()}
 
 
 @pytest.mark.parametrize("workspace", [False, True])
 @pytest.mark.parametrize("version", [*HANDSHAKE_VERSIONS, "2099-01-01"])
-def test_early_answers_are_the_sdks_byte_for_byte(version: str, workspace: bool, tmp_path: Path) -> None:
+def test_early_answers_are_the_sdks_on_the_wire(version: str, workspace: bool, tmp_path: Path) -> None:
     folder = str(tmp_path) if workspace else ""
     early = answers(
         [installed("codescout-mcp"), *(["--workspace", folder] if workspace else [])], handshake_lines(version)
@@ -211,6 +206,151 @@ def test_a_loop_without_signal_handlers_still_stops_on_a_signal(signum: int) -> 
         server.send_signal(signum)
         assert server.wait(timeout=10) == 0
         assert time.monotonic() - started < 2.0
+        assert server.stderr is not None and b"Traceback" not in server.stderr.read()
+    finally:
+        server.kill()
+        server.wait()
+
+
+# --- what hosts send first, while the SDK loads ---------------------------------------------------------
+
+FIRST_MESSAGES = Path(__file__).parent / "data" / "first-messages"
+
+
+@pytest.mark.parametrize("recording", ["codex-exec-turn", "claude-p-turn", "qwen-p-turn", "gemini-p-turn"])
+def test_a_hosts_first_requests_are_answered_while_the_sdk_is_still_loading(tmp_path: Path, recording: str) -> None:
+    sent = json.loads((FIRST_MESSAGES / f"{recording}.json").read_text(encoding="utf-8"))["sent"]
+    first = []
+    for message in sent:
+        if message.get("method") in ("tools/call", "notifications/cancelled"):
+            break
+        first.append(message)
+    call = {"jsonrpc": "2.0", "id": "the-call", "method": "tools/call", "params": CALL}
+    if first[0].get("method") == "server/discover":
+        call["params"] = {**CALL, "_meta": first[0]["params"]["_meta"]}
+    server = subprocess.Popen(
+        [installed("codescout-mcp")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=slow_sdk(tmp_path, 6.0),
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        started = time.monotonic()
+        server.stdin.write(b"".join(line(message) for message in [*first, call]))
+        server.stdin.flush()
+        lines = Lines(server.stdout)
+        wanted = [m["id"] for m in first if "id" in m]
+        got = [lines.next(5.0)["id"] for _ in wanted]
+        assert got == wanted and time.monotonic() - started < 5.0
+        answer = lines.next(60.0)  # the call waits for the SDK
+        assert answer["id"] == "the-call" and answer["result"]["structuredContent"]["results"][0]["score"] == 296
+        server.stdin.close()
+        assert server.wait(timeout=30) == 0
+    finally:
+        server.kill()
+        server.wait()
+
+
+def broken_sdk(tmp_path: Path) -> dict[str, str]:
+    """An environment in which the SDK cannot be imported (a broken install)."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import builtins\n"
+        "_real = builtins.__import__\n"
+        "def _import(name, *args, **kwargs):\n"
+        "    if name.split('.')[0] in ('mcp', 'mcp_types'):\n"
+        "        raise ImportError('No module named ' + repr(name) + ' (a broken install)')\n"
+        "    return _real(name, *args, **kwargs)\n"
+        "builtins.__import__ = _import\n",
+        encoding="utf-8",
+    )
+    return {**os.environ, "PYTHONPATH": str(tmp_path)}
+
+
+def test_an_sdk_that_will_not_load_answers_every_request_and_exits_1(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [installed("codescout-mcp")],
+        input=handshake_lines("2025-11-25", call=True),
+        capture_output=True,
+        env=broken_sdk(tmp_path),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    replies = {json.loads(raw)["id"]: json.loads(raw) for raw in done.stdout.splitlines()}
+    assert set(replies) == {1, "list", 3, 4}  # answered early, and the call that waited for the SDK
+    assert replies[4]["error"]["code"] == -32603
+    assert replies[4]["error"]["message"].startswith("Internal error: the server cannot load the MCP SDK (ImportError:")
+    stderr = done.stderr.decode()
+    assert "Traceback" not in stderr and stderr.count("\n") == 1
+    assert "cannot serve MCP: the MCP SDK failed to load (ImportError: No module named" in stderr
+
+
+# --- a signal at any moment -----------------------------------------------------------------------------
+
+
+def slow_start(tmp_path: Path, marker: Path) -> dict[str, str]:
+    """An environment in which the server's start pauses (at argparse's import) after saying so."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import builtins, time\n"
+        "_real = builtins.__import__\n"
+        "_done = []\n"
+        "def _import(name, *args, **kwargs):\n"
+        "    if name == 'argparse' and not _done:\n"
+        f"        _done.append(1); open({str(marker)!r}, 'w').close(); time.sleep(5)\n"
+        "    return _real(name, *args, **kwargs)\n"
+        "builtins.__import__ = _import\n",
+        encoding="utf-8",
+    )
+    return {**os.environ, "PYTHONPATH": str(tmp_path)}
+
+
+@posix_only(SIGNALS)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_the_server_is_still_starting_stops_it_at_once(tmp_path: Path, signum: int) -> None:
+    marker = tmp_path / "starting"
+    server = subprocess.Popen(
+        [installed("codescout-mcp")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=slow_start(tmp_path, marker),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert time.monotonic() < deadline and server.poll() is None, "the server never started"
+            time.sleep(0.01)
+        started = time.monotonic()
+        server.send_signal(signum)
+        assert server.wait(timeout=10) == 0
+        assert time.monotonic() - started < 1.0
+        assert server.stderr is not None and server.stderr.read() == b""
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_stdin_ending_while_nobody_reads_stdout_leaves_at_once(tmp_path: Path) -> None:
+    """The client closed its end of stdout, then stdin, while the SDK loads: nothing can be answered."""
+    read_end, write_end = os.pipe()
+    server = subprocess.Popen(
+        [installed("codescout-mcp")],
+        stdin=subprocess.PIPE,
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        env=slow_sdk(tmp_path, 20.0),
+    )
+    os.close(write_end)
+    os.close(read_end)  # nobody reads the answers
+    assert server.stdin is not None
+    try:
+        server.stdin.write(handshake_lines("2025-11-25", call=True))
+        server.stdin.close()
+        started = time.monotonic()
+        assert server.wait(timeout=15) == 0
+        assert time.monotonic() - started < 5
         assert server.stderr is not None and b"Traceback" not in server.stderr.read()
     finally:
         server.kill()

@@ -20,25 +20,13 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp import cli, system
+from codescout_mcp import cli_streams, paths, platform, processes
+from codescout_mcp.cli_streams import is_console
+from codescout_mcp.paths import ancestors, changed_ns, read_regular, relative_inside, relative_to, resolved_folder
+from codescout_mcp.platform import LINUX, MACOS, WINDOWS, decode_name, name_problem, system_for
+from codescout_mcp.processes import child_options
 from codescout_mcp.repository import FileFacts, RepositoryFacts, _chunks
 from codescout_mcp.ripgrep import read_match_counts
-from codescout_mcp.system import (
-    LINUX,
-    MACOS,
-    WINDOWS,
-    ancestors,
-    changed_ns,
-    child_options,
-    decode_name,
-    is_console,
-    name_problem,
-    read_regular,
-    relative_inside,
-    relative_to,
-    resolved_folder,
-    system_for,
-)
 from tests.gitrepo import NOW, NOW_SECONDS, Repo, env_for, run
 from tests.helpers import codescout_exe, installed
 
@@ -255,8 +243,8 @@ def test_a_repository_asked_about_more_paths_than_a_command_line_holds(tmp_path:
         r.write(name, "1\n")
     r.commit("2026-01-01T00:00:00Z", *names)
     time.sleep(1.1)
-    tiny = system.System(
-        **{slot: getattr(LINUX, slot) for slot in system.System.__slots__ if slot != "command_line_limit"},
+    tiny = platform.System(
+        **{slot: getattr(LINUX, slot) for slot in platform.System.__slots__ if slot != "command_line_limit"},
         command_line_limit=40,
     )
     facts = RepositoryFacts.open(r.root, warn=lambda _: None, isolated=True, system=tiny)
@@ -328,11 +316,11 @@ def test_only_regular_files_are_read_and_only_so_far(tmp_path: Path) -> None:
     small.write_bytes(b"abc")
     assert read_regular(str(small), 3) == b"abc"
     assert read_regular(str(small), 2) is None
-    with pytest.raises(system.NotRegular, match="a directory"):
+    with pytest.raises(paths.NotRegular, match="a directory"):
         read_regular(str(tmp_path), 10)
     if hasattr(os, "mkfifo"):
         os.mkfifo(tmp_path / "fifo")
-        with pytest.raises(system.NotRegular, match="a FIFO"):
+        with pytest.raises(paths.NotRegular, match="a FIFO"):
             read_regular(str(tmp_path / "fifo"), 10)  # opened without waiting for a writer
 
 
@@ -351,12 +339,12 @@ def test_a_reader_gone_on_windows_is_einval_and_quiet(monkeypatch: pytest.Monkey
         raise OSError(errno.EINVAL, "Invalid argument")
 
     monkeypatch.setattr(os, "write", refused)
-    monkeypatch.setattr(system, "CURRENT", WINDOWS)
-    with pytest.raises(cli._ReaderGone):
-        cli.write_stdout(b"x")
-    monkeypatch.setattr(system, "CURRENT", LINUX)
-    with pytest.raises(cli.CliError, match="cannot write to stdout: Invalid argument"):
-        cli.write_stdout(b"x")
+    monkeypatch.setattr(platform, "CURRENT", WINDOWS)
+    with pytest.raises(cli_streams.ReaderGone):
+        cli_streams.write_stdout(b"x")
+    monkeypatch.setattr(platform, "CURRENT", LINUX)
+    with pytest.raises(cli_streams.CliError, match="cannot write to stdout: Invalid argument"):
+        cli_streams.write_stdout(b"x")
 
 
 def test_reuse_address_follows_the_system() -> None:
@@ -367,7 +355,7 @@ def test_reuse_address_follows_the_system() -> None:
 def test_the_log_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
     probe = (
         "import logging\n"
-        "from codescout_mcp.system import configure_logging\n"
+        "from codescout_mcp.cli import configure_logging\n"
         "configure_logging('warning')\n"
         "logging.getLogger('codescout').warning('caf\\u00e9 \\ud800 done')\n"
     )
@@ -390,22 +378,22 @@ def test_a_program_is_found_on_path_but_never_in_the_current_folder_on_windows()
     cmd.exe: only PATH's folders with a drive or share count, and only .exe and .com files."""
     present = {"C:\\Tools\\git.bat", "C:\\Git\\cmd\\git.exe", ".\\git.exe", "bin\\git.exe", "\\git\\git.exe"}
     path = '.;bin;\\git;;C:\\Tools;"C:\\Git\\cmd";D:\\Other'
-    found = system.find_program("git", WINDOWS, path=path, is_program=present.__contains__)
+    found = processes.find_program("git", WINDOWS, path=path, is_program=present.__contains__)
     assert found == "C:\\Git\\cmd\\git.exe"
-    assert system.find_program("git.exe", WINDOWS, path="C:\\Git\\cmd", is_program=present.__contains__) == found
-    assert system.find_program("git", WINDOWS, path=".;bin;C:\\Tools", is_program=present.__contains__) is None
+    assert processes.find_program("git.exe", WINDOWS, path="C:\\Git\\cmd", is_program=present.__contains__) == found
+    assert processes.find_program("git", WINDOWS, path=".;bin;C:\\Tools", is_program=present.__contains__) is None
     share = {"\\\\server\\tools\\git.com"}
-    assert system.find_program("git", WINDOWS, path="\\\\server\\tools", is_program=share.__contains__) == (
+    assert processes.find_program("git", WINDOWS, path="\\\\server\\tools", is_program=share.__contains__) == (
         "\\\\server\\tools\\git.com"
     )
 
 
 @pytest.mark.parametrize("flavour", [LINUX, MACOS])
-def test_a_program_is_found_in_absolute_path_folders_only_on_posix(flavour: system.System) -> None:
+def test_a_program_is_found_in_absolute_path_folders_only_on_posix(flavour: platform.System) -> None:
     present = {"git", "./git", "bin/git", "/usr/bin/git"}
-    found = system.find_program("git", flavour, path=":.:bin:/usr/bin", is_program=present.__contains__)
+    found = processes.find_program("git", flavour, path=":.:bin:/usr/bin", is_program=present.__contains__)
     assert found == "/usr/bin/git"
-    assert system.find_program("git", flavour, path="::.:bin", is_program=present.__contains__) is None
+    assert processes.find_program("git", flavour, path="::.:bin", is_program=present.__contains__) is None
 
 
 def test_a_workspace_asked_again_about_thousands_of_long_names_fits_each_git_command_line(tmp_path: Path) -> None:
@@ -475,7 +463,7 @@ def test_a_name_windows_opens_as_gits_file_is_answered_as_that_file(
     r.commit("2026-01-01T00:00:00Z", "a.py", "CODEOWNERS")
     os.link(r.root / "a.py", r.root / alias)
     short = {str(r.root / "AB0~1.PY"): str(r.root / "a.py")}
-    monkeypatch.setattr(system, "_long_path_of", lambda path: short.get(path, path))
+    monkeypatch.setattr(platform, "_long_path_of", lambda path: short.get(path, path))
     facts = RepositoryFacts.open(r.root, warn=lambda _: None, isolated=True, system=WINDOWS)
     facts.refresh()
     described = facts.describe([alias], NOW_SECONDS)
@@ -484,11 +472,11 @@ def test_a_name_windows_opens_as_gits_file_is_answered_as_that_file(
 
 
 def test_windows_plain_names() -> None:
-    assert system.windows_plain_name("src./a.py. ") == "src/a.py"
-    assert system.windows_plain_name("a.py::$DATA") == "a.py"
-    assert system.windows_plain_name("../x/./a") == "../x/./a"
-    assert system.windows_plain_name("...") == "..."  # a name of dots only is left as it is
-    assert system.long_path("C:\\PROGRA~1\\x", LINUX) == "C:\\PROGRA~1\\x"
+    assert platform.windows_plain_name("src./a.py. ") == "src/a.py"
+    assert platform.windows_plain_name("a.py::$DATA") == "a.py"
+    assert platform.windows_plain_name("../x/./a") == "../x/./a"
+    assert platform.windows_plain_name("...") == "..."  # a name of dots only is left as it is
+    assert platform.long_path("C:\\PROGRA~1\\x", LINUX) == "C:\\PROGRA~1\\x"
 
 
 def test_an_edit_that_puts_the_modification_time_back_is_seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,18 +1,21 @@
-"""One JSON-RPC message of a handshake-era HTTP request, served by the SDK's `Server` from its parsed value.
+"""One handshake-era message of an HTTP request, served by the SDK's `Server` from its parsed value;
+and a 2025-03-26 batch, member by member.
 
-The SDK's streamable HTTP transport (the 2025 protocol versions) reads the body with its
-own JSON parser and writes the answer with its own serializer, and both refuse a lone
-surrogate (`"\\ud800"`, legal JSON text, echoed back in ids, paths and owners): the
-request gets a parse error, or the answer a 500. It also keeps three copies of the body
-alive while the call runs. So `remote.py` reads each body itself (as `wire.py` reads a
-stdio line: `check_envelope` refuses what is not JSON-RPC with -32600) and hands the
-message to the SDK's request machinery the way the SDK's own stateless transport does
-(a born-ready connection at the request's protocol version, `initialize` served inline,
-no channel back to the client); the answer comes back as a plain value that
-`encoded` writes.
+The SDK's streamable HTTP transport (the 2025 protocol versions) reads the body with its own
+JSON parser and writes the answer with its own serializer, and both refuse a lone surrogate
+(`"\\ud800"`, legal JSON text, echoed back in ids, paths and owners): the request gets a parse
+error, or the answer a 500. It also keeps three copies of the body alive while the call runs
+(mcp 2.3.0, `mcp/server/streamable_http.py`; docs/sdk-gaps.md). So the Guard reads each body
+itself (as the stdio transport reads a line) and hands the message to the SDK's request
+machinery the way the SDK's own stateless transport does: `exchange` mirrors
+`StreamableHTTPSessionManager._handle_stateless_request` (mcp 2.3.0,
+`mcp/server/streamable_http_manager.py`): a born-ready connection at the request's protocol
+version (`Connection.from_envelope`), `initialize` served inline, no channel back to the client.
+The answer comes back as a plain value that `encoded` writes. tests/test_sdk_gaps.py holds
+the SDK to the shape this relies on.
 
-The 2026-07-28 era keeps the SDK's own entry, which reads and writes JSON with Python's
-`json` module and has none of these gaps.
+The 2026-07-28 era keeps the SDK's own entry, which reads and writes JSON with Python's `json`
+module and has none of these gaps.
 """
 
 from __future__ import annotations
@@ -30,28 +33,27 @@ from mcp.server.runner import serve_connection
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp.shared.transport_context import TransportContext
-from pydantic import ValidationError
 
-from codescout_mcp.wire import INVALID_REQUEST, Refusal, Unanswerable, encode
-
-INTERNAL_ERROR: Final = -32603
+from codescout_mcp.http.budget import Held
+from codescout_mcp.jsonrpc import (
+    INTERNAL_ERROR,
+    Refusal,
+    RequestId,
+    Unanswerable,
+    check_envelope,
+    check_unique_id,
+    encode,
+    to_message,
+)
 
 # What the SDK's stateless transport tells handlers: streamable HTTP, and no way to send the
 # client a request (a JSON answer has room for one reply, and there is no session to reply on).
 _TRANSPORT: Final = TransportContext(kind="streamable-http", can_send_request=False)
 
-
-def as_message(value: dict[str, Any]) -> types.JSONRPCMessage:
-    """A checked envelope (`wire.check_envelope`) as the SDK's message model; Refusal if the SDK cannot take it."""
-    try:
-        message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
-    except ValidationError:
-        if "method" not in value:
-            raise Unanswerable("a response that is not a JSON-RPC 2.0 response") from None
-        raw_id = value.get("id")
-        request_id = raw_id if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else None
-        raise Refusal(INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message", request_id) from None
-    return message
+BATCH_TOO_LARGE: Final = (
+    "Internal error: this batch's answers passed the server's buffer (--max-buffered-bytes); "
+    "send its requests in smaller batches"
+)
 
 
 async def exchange(server: Server[Any], message: types.JSONRPCMessage, version: str) -> dict[str, Any] | None:
@@ -109,9 +111,53 @@ def encoded(answer: dict[str, Any]) -> bytes:
     """An answer as compact UTF-8 JSON, as the SDK would write it; a lone surrogate as the escape it came as.
 
     pydantic's serializer (the SDK's own, and several times faster than `json` on a large
-    answer) refuses lone surrogates; an answer holding one is written by `wire.encode`.
+    answer) refuses lone surrogates; an answer holding one is written by `jsonrpc.encode`.
     """
     try:
-        return pydantic_core.to_json(answer)
+        written: bytes = pydantic_core.to_json(answer)
+        return written
     except pydantic_core.PydanticSerializationError:
         return encode(answer).removesuffix(b"\n")
+
+
+async def batch_answer(
+    server: Server[Any], members: list[Any], version: str, held: Held, gone: anyio.Event
+) -> bytes | None:
+    """The answers to a JSON-RPC batch (protocol 2025-03-26) as one array; None when it holds only
+    notifications and responses. Each member is served in turn and its value dropped once served;
+    the answers wait in the budget until the batch is done, and one that finds no room becomes an
+    error saying so. Once `gone` is set (the client left), no further member is served."""
+    parts: list[bytes] = []
+    seen: set[tuple[type, RequestId]] = set()  # a batch's answers are told apart by their ids
+    for index in range(len(members)):
+        if gone.is_set():
+            return None
+        member, members[index] = members[index], None  # each member's value goes once it is served
+        answer = await _batch_member(server, member, version, seen)
+        del member
+        if answer is None:
+            continue
+        part = encoded(answer)
+        if not held.take_now(len(part)):
+            part = encoded(Refusal(INTERNAL_ERROR, BATCH_TOO_LARGE, answer.get("id")).as_dict())
+            held.force(len(part))
+        parts.append(part)
+    if not parts:
+        return None
+    return b"[" + b",".join(parts) + b"]"
+
+
+async def _batch_member(
+    server: Server[Any], member: object, version: str, seen: set[tuple[type, RequestId]]
+) -> dict[str, Any] | None:
+    try:
+        message = to_message(check_envelope(member, in_batch=True))
+        if isinstance(message, types.JSONRPCRequest):
+            check_unique_id(message.id, seen)
+    except Refusal as refusal:
+        return refusal.as_dict()
+    except Unanswerable:
+        return None
+    if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
+        return None
+    return await exchange(server, message, version)

@@ -1,20 +1,31 @@
 """The stdio session once the SDK is loaded: the wire's messages relayed to the SDK's `Server`.
 
-`stdio.py` reads and writes the wire and answers the handshake while this module imports;
-here every message read is handed to the SDK in order, and every answer is written back:
+`early.py` answers a host's first requests while this module imports; from here every
+message read (those included, in order) is handed to the SDK, and every answer is written
+back. The session keeps these promises:
 
-* request ids are the client's to choose (and to reuse): each request gets an id of the
-  session's own on its way to the SDK, and its answer gets the client's id back, so two
-  requests with one id (in a batch and out of it, say) never swap answers. A cancellation
-  names the newest unanswered request with that id;
-* at 2025-03-26 a batch is served member by member and answered with one array, holding at
-  most `wire.MAX_BATCH` members and MAX_BATCH_ANSWER_BYTES of answers (past that, each further
-  answer is an error saying so, rather than memory without bound);
-* no more requests are read while answers wait unsent beyond the writer's bounds, while
-  MAX_IN_FLIGHT requests are being served, or while their bytes pass the budget;
-* answers are written by `wire.encode` (a lone surrogate in an id, a path or an owner is
-  written as its JSON escape: the SDK's own serializer would fail on it);
-* answers the SDK gives to what `stdio.py` answered early are dropped (and compared).
+1. every request handed to the SDK has one `Pending` record, from the moment it is sent
+   until its answer is written or the SDK settles it unanswered (`on_request_unanswered`);
+2. request ids are the client's to choose (and to reuse): each request goes to the SDK under
+   an id of the session's own, and its answer gets the client's id back, so two requests
+   with one id (in a batch and out of it, say) never swap answers. A cancellation names the
+   newest pending request with that id;
+3. at 2025-03-26 a batch is served member by member and answered with one array, holding at
+   most `jsonrpc.MAX_BATCH` members and MAX_BATCH_ANSWER_BYTES of answers (past that, each
+   further answer is an error saying so, rather than memory without bound); the array goes
+   out when its last member settles;
+4. no more requests are read while answers wait unsent beyond the writer's bounds, while
+   MAX_IN_FLIGHT requests are pending, or while their bytes pass IN_FLIGHT_BYTES; waiting for
+   room waits on an event, never a poll;
+5. answers are written by `jsonrpc.encode` (a lone surrogate in an id, a path or an owner is
+   written as its JSON escape: the SDK's own serializer would fail on it);
+6. the SDK's answer to a request answered early is dropped, and compared with it as JSON:
+   a difference is logged once (the early answers are codescout's, the SDK's would win);
+7. when stdin ends, pending requests are waited for (DRAIN_SECONDS at most), unless nobody
+   reads stdout any more.
+
+Mirrors the SDK's own stdio loop (`mcp.server.stdio.stdio_server` and `Server.run`, mcp 2.3.0)
+on the SDK's public streams; the gaps it works around are in docs/sdk-gaps.md.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
 import threading
 import warnings
@@ -34,16 +46,10 @@ import anyio.lowlevel
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
-from pydantic import ValidationError
 
-from codescout_mcp.protocol import BATCH_VERSIONS
-from codescout_mcp.server import build_server
-from codescout_mcp.stdio import DRAIN_SECONDS, EOF, Entry, Reader, Stopper, Writer
-from codescout_mcp.wire import (
+from codescout_mcp.jsonrpc import (
     BLANK,
-    INVALID_REQUEST,
-    Line,
-    Oversized,
+    INTERNAL_ERROR,
     Refusal,
     RequestId,
     Unanswerable,
@@ -51,8 +57,13 @@ from codescout_mcp.wire import (
     check_envelope,
     check_unique_id,
     encode,
-    read_line,
+    to_message,
 )
+from codescout_mcp.protocol import BATCH_VERSIONS
+from codescout_mcp.server import build_server
+from codescout_mcp.stdio.early import Entry
+from codescout_mcp.stdio.framing import Line, value_of
+from codescout_mcp.stdio.pipes import DRAIN_SECONDS, EOF, Reader, Stopper, Writer
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -72,57 +83,12 @@ class Session:
         self.server: Server[Any] = build_server(workspace=workspace)
 
     def serve(
-        self,
-        backlog: list[Entry | object],
-        *,
-        reader: Reader,
-        writer: Writer,
-        stopper: Stopper,
-        negotiated: str | None,
-        early: int,
+        self, backlog: list[Entry | object], *, reader: Reader, writer: Writer, stopper: Stopper, negotiated: str | None
     ) -> None:
         """Serve until stdin ends and every request is answered, the client leaves, or a signal."""
         relay = _Relay(self.server, reader, writer, stopper, negotiated)
         with contextlib.suppress(KeyboardInterrupt):
             anyio.run(relay.run, backlog)
-
-
-class _Outstanding:
-    """Requests handed to the SDK and not yet answered (or settled unanswered)."""
-
-    def __init__(self) -> None:
-        self.client_id: dict[int, RequestId] = {}  # the session's id -> the client's
-        self.size: dict[int, int] = {}
-        self.bytes = 0
-        self.input_ended = False
-        self.drained = anyio.Event()
-
-    def add(self, internal: int, client_id: RequestId, size: int) -> None:
-        self.client_id[internal] = client_id
-        self.size[internal] = size
-        self.bytes += size
-
-    def settle(self, internal: int) -> RequestId | None:
-        client_id = self.client_id.pop(internal, None)
-        self.bytes -= self.size.pop(internal, 0)
-        self._check()
-        return client_id
-
-    def newest(self, client_id: object) -> int | None:
-        """The newest outstanding request the client gave this id."""
-        for internal in reversed(self.client_id):
-            found = self.client_id[internal]
-            if found == client_id and type(found) is type(client_id):
-                return internal
-        return None
-
-    def end_of_input(self) -> None:
-        self.input_ended = True
-        self._check()
-
-    def _check(self) -> None:
-        if self.input_ended and not self.client_id:
-            self.drained.set()
 
 
 class _Batch:
@@ -151,15 +117,11 @@ class _Batch:
         if reply is not None:
             size = len(encode(reply))
             if self.bytes + size > MAX_BATCH_ANSWER_BYTES:
-                reply = {
-                    "jsonrpc": "2.0",
-                    "id": reply.get("id"),
-                    "error": {
-                        "code": -32603,
-                        "message": f"Internal error: this batch's answers passed {MAX_BATCH_ANSWER_BYTES} bytes; "
-                        "send its requests in smaller batches",
-                    },
-                }
+                message = (
+                    f"Internal error: this batch's answers passed {MAX_BATCH_ANSWER_BYTES} bytes; "
+                    "send its requests in smaller batches"
+                )
+                reply = Refusal(INTERNAL_ERROR, message, reply.get("id")).as_dict()
                 size = len(encode(reply))
             self.bytes += size
         self.answers[index] = reply
@@ -174,6 +136,20 @@ class _Batch:
         return encode(replies) if replies else None
 
 
+class Pending:
+    """One request handed to the SDK and not yet settled."""
+
+    __slots__ = ("batch", "client_id", "early", "handshake", "size")
+
+    def __init__(self, client_id: RequestId, size: int, batch: _Batch | None, early: bytes | None) -> None:
+        self.client_id = client_id
+        self.size = size
+        self.batch = batch
+        self.early = early  # the answer already sent for it, if any
+        # For an `initialize` the SDK must answer: set once it has (what follows depends on it).
+        self.handshake: anyio.Event | None = None
+
+
 class _Relay:
     def __init__(self, server: Server[Any], reader: Reader, writer: Writer, stopper: Stopper, negotiated: str | None):
         self.server = server
@@ -181,11 +157,12 @@ class _Relay:
         self.writer = writer
         self.stopper = stopper
         self.negotiated = negotiated  # the protocol version the handshake settled on
-        self.outstanding = _Outstanding()
+        self.pending: dict[int, Pending] = {}  # by the session's own id, oldest first
+        self.pending_bytes = 0
+        self.input_ended = False
+        self.drained = anyio.Event()
+        self.room = anyio.Event()
         self._ids = itertools.count(1)
-        self._early: dict[int, bytes] = {}  # the session's id -> the answer already sent
-        self._initialize: dict[int, anyio.Event] = {}  # initialize requests the SDK has yet to answer
-        self._batches: dict[int, _Batch] = {}
         self._mismatch_told = False
 
     async def run(self, backlog: list[Entry | object]) -> None:
@@ -198,9 +175,15 @@ class _Relay:
             scope = tasks.cancel_scope
 
             def cancel() -> None:
-                loop.call_soon_threadsafe(scope.cancel)
+                with contextlib.suppress(RuntimeError):  # the loop has closed: nothing left to cancel
+                    loop.call_soon_threadsafe(scope.cancel)
+
+            def room() -> None:
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self.room.set)
 
             self.stopper.on_stop = cancel
+            self.writer.on_room = room
             if self.stopper.stopped.is_set():
                 scope.cancel()
             threading.Thread(target=self._pump, args=(raw_send, token), daemon=True, name="codescout-pump").start()
@@ -208,6 +191,7 @@ class _Relay:
             tasks.start_soon(self._relay_answers, from_server)
             await self.server.run(server_reads, server_writes, self.server.create_initialization_options())
             scope.cancel()
+        self.writer.on_room = None
         # Quiet from here: what the SDK's cancelled tasks may still say is not the user's business.
         warnings.simplefilter("ignore")
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
@@ -244,29 +228,22 @@ class _Relay:
                     if item is EOF:
                         break
                     try:
-                        value = self._value_of(item)
+                        value = value_of(item, self.reader.framer.limit)  # type: ignore[arg-type]
                     except Refusal as refusal:
                         self._refuse(refusal)
                         continue
                     if value is not BLANK:
-                        await self._handle(value, to_server, size=_size_of(item))
-            self.outstanding.end_of_input()
+                        await self._handle(value, to_server, size=len(item.data) if isinstance(item, Line) else 0)
+            self.input_ended = True
+            self._settle_check()
+            if self.pending and self.writer.reader_gone():
+                logger.info("stdin closed and nobody reads stdout: %d requests go unanswered", len(self.pending))
+                self.stopper.stop("output")
+                return
             with anyio.move_on_after(DRAIN_SECONDS) as waited:
-                await self.outstanding.drained.wait()
+                await self.drained.wait()
             if waited.cancelled_caught:
                 logger.warning("stdin closed; gave up waiting for answers after %.0f s", DRAIN_SECONDS)
-
-    def _value_of(self, item: object) -> object:
-        if isinstance(item, Oversized):
-            limit = self.reader.framer.limit
-            raise Refusal(
-                INVALID_REQUEST,
-                f"Invalid request: the message has {item.size} bytes, more than the limit of {limit} "
-                "(--max-message-bytes)",
-                item.request_id,
-            )
-        assert isinstance(item, Line)
-        return read_line(item.data)
 
     def _refuse(self, refusal: Refusal) -> None:
         logger.info("refused a message: %s", refusal.message)
@@ -286,7 +263,7 @@ class _Relay:
                 check_batch(value)
                 await self._relay_batch(value, to_server, size)
                 return
-            message = self._as_message(value if checked and isinstance(value, dict) else check_envelope(value))
+            message = to_message(value if checked and isinstance(value, dict) else check_envelope(value))
         except Refusal as refusal:
             self._refuse(refusal)
             return
@@ -295,27 +272,22 @@ class _Relay:
             return
         await self._relay(message, to_server, None, early=early, size=size)
 
-    @staticmethod
-    def _as_message(value: dict[str, Any]) -> types.JSONRPCMessage:
-        try:
-            message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
-        except ValidationError:
-            if "method" not in value:  # a response: never answered
-                raise Unanswerable("a response that is not a JSON-RPC 2.0 response") from None
-            raw_id = value.get("id")
-            request_id = raw_id if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else None
-            raise Refusal(INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message", request_id) from None
-        return message
-
-    async def _room(self, size: int) -> None:
-        """Wait until another request may be served: answers are read, requests in flight few."""
-        outstanding = self.outstanding
+    async def _wait_for_room(self, size: int) -> None:
+        """Wait until another request may be served: answers are read, requests pending few."""
         while (
             self.writer.congested
-            or len(outstanding.client_id) >= MAX_IN_FLIGHT
-            or (outstanding.bytes and outstanding.bytes + size > IN_FLIGHT_BYTES)
+            or len(self.pending) >= MAX_IN_FLIGHT
+            or (self.pending_bytes and self.pending_bytes + size > IN_FLIGHT_BYTES)
         ):
-            await anyio.sleep(0.005)
+            self.room = anyio.Event()
+            # Checked again after the event is made: room that came in between is not missed.
+            if (
+                not self.writer.congested
+                and len(self.pending) < MAX_IN_FLIGHT
+                and not (self.pending_bytes and self.pending_bytes + size > IN_FLIGHT_BYTES)
+            ):
+                return
+            await self.room.wait()
 
     async def _relay(
         self,
@@ -327,55 +299,68 @@ class _Relay:
         size: int = 0,
         internal: int | None = None,
     ) -> None:
-        metadata = None
         if isinstance(message, types.JSONRPCRequest):
-            await self._room(size)
+            await self._wait_for_room(size)
             if internal is None:
                 internal = next(self._ids)
-            self.outstanding.add(internal, message.id, size)
-            if batch is not None:
-                self._batches[internal] = batch
-            elif message.method == "initialize":
-                self._initialize[internal] = anyio.Event()
-            if early is not None:
-                self._early[internal] = early
-            handshake = self._initialize.get(internal) if early is None else None
-            message = message.model_copy(update={"id": internal})
-            metadata = ServerMessageMetadata(on_request_unanswered=self._settled(internal))
-            await to_server.send(SessionMessage(message, metadata=metadata))
-            if handshake is not None:
+            record = Pending(message.id, size, batch, early)
+            if batch is None and message.method == "initialize" and early is None:
+                record.handshake = anyio.Event()
+            self.pending[internal] = record
+            self.pending_bytes += size
+            metadata = ServerMessageMetadata(on_request_unanswered=self._unanswered(internal))
+            await to_server.send(SessionMessage(message.model_copy(update={"id": internal}), metadata=metadata))
+            if record.handshake is not None:
                 # What follows depends on the version it settles (a batch may be one only at
                 # 2025-03-26); the SDK reads nothing else until it has answered, either.
                 with anyio.move_on_after(DRAIN_SECONDS):
-                    await handshake.wait()
+                    await record.handshake.wait()
             return
         if isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
             pointed = self._cancellation(message)
             if pointed is None:
                 return
             message = pointed
-        await to_server.send(SessionMessage(message, metadata=metadata))
+        await to_server.send(SessionMessage(message))
 
     def _cancellation(self, message: types.JSONRPCNotification) -> types.JSONRPCNotification | None:
         """A cancellation, pointed at the session's id for the client's (None: nothing to cancel)."""
         params = dict(message.params or {})
-        internal = self.outstanding.newest(params.get("requestId"))
+        wanted = params.get("requestId")
+        internal = next(
+            (
+                internal
+                for internal, record in reversed(self.pending.items())
+                if record.client_id == wanted and type(record.client_id) is type(wanted)
+            ),
+            None,
+        )
         if internal is None:
             return None
         params["requestId"] = internal
         return message.model_copy(update={"params": params})
 
-    def _settled(self, internal: int) -> Callable[[], Awaitable[None]]:
+    def _settle(self, internal: int) -> Pending | None:
+        """Forget a pending request (answered, or settled without an answer); its record, if it was pending."""
+        record = self.pending.pop(internal, None)
+        if record is not None:
+            self.pending_bytes -= record.size
+            if record.handshake is not None:
+                record.handshake.set()
+            self.room.set()
+        self._settle_check()
+        return record
+
+    def _settle_check(self) -> None:
+        if self.input_ended and not self.pending:
+            self.drained.set()
+
+    def _unanswered(self, internal: int) -> Callable[[], Awaitable[None]]:
         async def settled() -> None:  # the SDK calls this when it will never answer the request
-            self._early.pop(internal, None)
-            handshake = self._initialize.pop(internal, None)
-            if handshake is not None:
-                handshake.set()
-            batch = self._batches.pop(internal, None)
-            if batch is not None:
-                batch.answer(internal, None)
-                self._send_batch(batch)
-            self.outstanding.settle(internal)
+            record = self._settle(internal)
+            if record is not None and record.batch is not None:
+                record.batch.answer(internal, None)
+                self._send_batch(record.batch)
 
         return settled
 
@@ -388,7 +373,7 @@ class _Relay:
         ids: set[tuple[type, RequestId]] = set()  # a batch's answers are told apart by their ids
         for member in members:
             try:
-                message = self._as_message(check_envelope(member, in_batch=True))
+                message = to_message(check_envelope(member, in_batch=True))
                 if isinstance(message, types.JSONRPCRequest):
                     check_unique_id(message.id, ids)
             except Refusal as refusal:
@@ -418,49 +403,42 @@ class _Relay:
         async with from_server:
             async for item in from_server:
                 message = item.message
-                if not isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) or not isinstance(
-                    message.id, int
-                ):
+                record = None
+                if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) and isinstance(message.id, int):
+                    record = self.pending.get(message.id)
+                if record is None:  # not an answer to a request of ours: passed on as it is
                     self.writer.send(encode(_dumped(message)))
                     continue
+                assert isinstance(message, (types.JSONRPCResponse, types.JSONRPCError))
                 internal = message.id
-                client_id = self.outstanding.client_id.get(internal)
-                if internal not in self.outstanding.client_id:  # not ours (cannot happen): pass it on
-                    self.writer.send(encode(_dumped(message)))
-                    continue
+                assert isinstance(internal, int)
                 reply = _dumped(message)
-                reply["id"] = client_id
-                handshake = self._initialize.pop(internal, None)
-                if handshake is not None:
-                    handshake.set()
-                    version = (
-                        message.result.get("protocolVersion") if isinstance(message, types.JSONRPCResponse) else None
-                    )
+                reply["id"] = record.client_id
+                if record.handshake is not None and isinstance(message, types.JSONRPCResponse):
+                    version = message.result.get("protocolVersion")
                     self.negotiated = version if isinstance(version, str) else self.negotiated
-                early = self._early.pop(internal, None)
-                batch = self._batches.pop(internal, None)
-                if early is not None:
-                    self._compare(early, encode(reply))
-                elif batch is not None:
-                    batch.answer(internal, reply)
-                    self._send_batch(batch)
+                self._settle(internal)
+                if record.early is not None:
+                    self._compare(record.early, reply)
+                elif record.batch is not None:
+                    record.batch.answer(internal, reply)
+                    self._send_batch(record.batch)
                 else:
                     self.writer.send(encode(reply))
-                self.outstanding.settle(internal)
 
-    def _compare(self, early: bytes, sdk: bytes) -> None:
-        if early != sdk and not self._mismatch_told:
+    def _compare(self, early: bytes, sdk: dict[str, Any]) -> None:
+        if json.loads(early) != sdk and not self._mismatch_told:
             self._mismatch_told = True
-            logger.warning("an early answer differed from the SDK's (run `python -m codescout_mcp.handshake`)")
+            logger.warning(
+                "an early answer differed from the SDK's; please report it with the SDK's version (early %s, SDK %s)",
+                early.decode("utf-8", "replace")[:300],
+                json.dumps(sdk)[:300],
+            )
 
 
 def _dumped(message: types.JSONRPCMessage) -> dict[str, Any]:
     dumped: dict[str, Any] = message.model_dump(by_alias=True, exclude_unset=True, mode="json")
     return dumped
-
-
-def _size_of(item: object) -> int:
-    return len(item.data) if isinstance(item, Line) else 0
 
 
 __all__ = ["Session"]

@@ -1,0 +1,40 @@
+"""The two commands' entry points, kept apart so that they run before anything else is imported.
+
+`codescout-mcp` (and `codescout mcp`) first make a stop signal end the process at once with
+exit status 0, until a transport puts its own handlers in place: nothing has been read or
+answered yet. Without that, SIGTERM in the first tenths of a second (argparse, the package's
+modules) would end the server with status 143, and Ctrl-C with a KeyboardInterrupt traceback.
+What is left is the interpreter's own start, before any of codescout runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def stop_at_once_on_signals() -> None:
+    """Until a transport's own handlers replace it: a stop signal ends the process, exit status 0."""
+    import signal
+
+    for name in ("SIGTERM", "SIGINT", "SIGBREAK"):  # SIGBREAK: Ctrl-Break, on Windows only
+        signum = getattr(signal, name, None)
+        if signum is not None:
+            signal.signal(signum, lambda signum, frame: os._exit(0))
+
+
+def codescout() -> int:
+    """The `codescout` command."""
+    if sys.argv[1:2] == ["mcp"]:
+        stop_at_once_on_signals()
+    from codescout_mcp.cli import main
+
+    return main()
+
+
+def codescout_mcp() -> int:
+    """The `codescout-mcp` command: `codescout mcp` under the name `uvx codescout-mcp` runs."""
+    stop_at_once_on_signals()
+    from codescout_mcp.cli import mcp_main
+
+    return mcp_main()

@@ -1,0 +1,40 @@
+"""Every default bound and timeout, stated once: the CLI's help text and the transports read them here.
+
+Plain constants (standard library only), so that the CLI can format its help from them
+without importing a transport.
+"""
+
+from __future__ import annotations
+
+# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
+
+MIB: Final = 1024 * 1024
+
+# The CLI: the largest input `rank` and `hits` read.
+MAX_INPUT_BYTES: Final = 256 * MIB
+
+# stdio: the largest message read from stdin.
+MAX_MESSAGE_BYTES: Final = 32 * MIB
+
+# streamable HTTP.
+HOST: Final = "127.0.0.1"
+PORT: Final = 8000
+MAX_BODY_BYTES: Final = 32 * MIB
+MAX_BUFFERED_BYTES: Final = 32 * MIB
+REQUEST_TIMEOUT: Final = 30.0
+WRITE_TIMEOUT: Final = 30.0
+MAX_CONCURRENT: Final = 32
+SHUTDOWN_TIMEOUT: Final = 10.0
+LOG_LEVEL: Final = "warning"
+
+
+def in_words(size: int) -> str:
+    """A byte count as the help text gives it: exact, and in MiB when it is a whole number of them."""
+    return f"{size}, {size // MIB} MiB" if size % MIB == 0 else str(size)
+
+
+def seconds(value: float) -> str:
+    return f"{value:g}"

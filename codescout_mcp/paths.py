@@ -1,0 +1,224 @@
+"""Where a path is: inside a folder or not, however it is spelled; resolved folders; file times;
+the few files codescout reads itself (never a FIFO or a device).
+
+The rules that differ by system come from `platform.System`, passed in (default: this one).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from codescout_mcp.platform import CURRENT, System, posix_form
+
+# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+# --- where a path is ------------------------------------------------------------------------
+
+
+def relative_inside(path: str, root: str, system: System = CURRENT) -> str | None:
+    """`path` relative to `root` with `/` separators, if it is inside by spelling; else None.
+
+    Both are absolute and already resolved. The spelling is compared as written after the
+    system's own normalisation (on Windows: `/` and `\\` alike, drive letters and the rest
+    compared without case), so only a real difference of folder makes it outside; the root
+    itself is inside, as "".
+    """
+    paths = system.paths
+    path, root = paths.normpath(path), paths.normpath(root)
+    if system.windows:
+        path_key, root_key = path.casefold(), root.casefold()
+    else:
+        path_key, root_key = path, root
+    if path_key == root_key:
+        return ""
+    prefix = root_key if root_key.endswith(paths.sep) else root_key + paths.sep
+    if path_key.startswith(prefix):
+        return posix_form(path[len(prefix) :], system)
+    return None
+
+
+def ancestors(path: str, system: System = CURRENT) -> list[str]:
+    """The folders that hold `path`, nearest first, up to the top of its drive or share."""
+    paths = system.paths
+    found: list[str] = []
+    current = paths.normpath(path)
+    while True:
+        parent = paths.dirname(current)
+        if parent == current or not parent:
+            return found
+        found.append(parent)
+        current = parent
+
+
+def same_folder_inside(path: str, root: str, identities: dict[str, tuple[int, int] | None]) -> str | None:
+    """`path` relative to `root` when one of its folders IS the root, however it is spelled.
+
+    For the paths `relative_inside` calls outside: another letter case or normalisation on
+    a file system that ignores them, another mount or drive letter (a bind mount, a SUBST
+    drive) of the same folder. Folders are compared by device and inode, as `samefile`
+    does; `identities` caches each folder's (None: cannot be read, or no inode number).
+    """
+
+    wanted = folder_identity(root, identities)
+    if wanted is None:
+        return None
+    for folder in ancestors(path):
+        if folder_identity(folder, identities) == wanted:
+            return relative_inside(path, folder)
+    return None
+
+
+def folder_identity(folder: str, identities: dict[str, tuple[int, int] | None]) -> tuple[int, int] | None:
+    """A folder's (device, inode), kept in `identities`; None when it cannot be read or has no inode number."""
+    if folder not in identities:
+        try:
+            info = os.stat(folder)
+        except (OSError, ValueError):
+            identities[folder] = None
+        else:
+            identities[folder] = (info.st_dev, info.st_ino) if info.st_ino else None
+    return identities[folder]
+
+
+def relative_to(path: str, base: str, system: System = CURRENT) -> str:
+    """`path` relative to `base`, `/`-separated (`../` when outside); absolute if no such path.
+
+    A path on another drive than `base` (Windows) has no relative form: it is given whole,
+    with `/` separators, rather than raising as `relpath` does.
+    """
+    inside = relative_inside(path, base, system)
+    if inside is not None:
+        return inside or "."
+    try:
+        return posix_form(system.paths.relpath(path, base), system)
+    except ValueError:
+        return posix_form(path, system)
+
+
+def is_link(path: str) -> bool:
+    """Whether `path` is a symbolic link or (Windows) a junction: something to resolve."""
+    if os.path.islink(path):
+        return True
+    isjunction: Callable[[str], bool] | None = getattr(os.path, "isjunction", None)  # Python 3.12
+    if isjunction is not None:
+        return isjunction(path)
+    if CURRENT.windows:  # pragma: no cover - Windows before Python 3.12
+        try:
+            tag = os.lstat(path).st_reparse_tag  # type: ignore[attr-defined, unused-ignore]
+        except (OSError, AttributeError):
+            return False
+        return bool(tag == getattr(stat, "IO_REPARSE_TAG_MOUNT_POINT", 0xA0000003))
+    return False
+
+
+def resolved_folder(folder: str, known: dict[str, str]) -> str:
+    """`folder` with `..`, links and junctions resolved as the system would, reusing `known`.
+
+    Each folder is resolved from its (resolved) parent with one `lstat`, so paths that share
+    folders share the work; `known` may start with folders already known to be resolved. It
+    walks the path instead of recursing, so a thousand folders deep is as good as one.
+    """
+    pending: list[str] = []
+    current = folder
+    while current not in known:
+        parent, _ = os.path.split(current)
+        if parent == current:  # the file system's root (or a drive's)
+            known[current] = current
+            break
+        pending.append(current)
+        current = parent
+    for path in reversed(pending):
+        parent, name = os.path.split(path)
+        resolved_parent = known[parent]
+        if name in ("", "."):
+            real = resolved_parent
+        elif name == "..":
+            real = os.path.dirname(resolved_parent)
+        else:
+            candidate = os.path.join(resolved_parent, name)
+            real = os.path.realpath(candidate) if is_link(candidate) else candidate
+        known[path] = real
+    return known[folder]
+
+
+# --- file times -----------------------------------------------------------------------------
+
+
+def changed_ns(status: os.stat_result, system: System = CURRENT) -> int:
+    """When a file last changed, content or inode, as far as its stat tells (nanoseconds).
+
+    On POSIX, st_ctime moves with every change (and st_mtime can be set back by anyone);
+    on Windows st_ctime is the creation time, which an edit leaves alone, so only st_mtime
+    tells there.
+    """
+    if system.ctime_is_birth:
+        return status.st_mtime_ns
+    return max(status.st_mtime_ns, status.st_ctime_ns)
+
+
+# --- files codescout reads itself -----------------------------------------------------------
+
+
+class NotRegular(OSError):
+    """A file that is not a regular file (a FIFO, a device, a folder): never read."""
+
+
+def describe_kind(mode: int) -> str:
+    """What a non-regular file is, in words: "a directory", "a FIFO", ..."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "a device"
+
+
+def read_regular(path: str, limit: int) -> bytes | None:
+    """The bytes of a regular file, or None when it holds more than `limit` bytes.
+
+    A FIFO or device is never read (opening it does not wait for a writer, and reading it
+    could last forever): NotRegular. OSError for a file that cannot be opened.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegular(0, f"{describe_kind(info.st_mode)}, not a regular file")
+        if info.st_size > limit:
+            return None
+        chunks = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return None if size > limit else b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def located(base: str, given: str, folders: dict[str, str]) -> str:
+    """`given` (relative to `base`, or absolute) as a resolved absolute path.
+
+    Folders on the way are resolved (`..`, links, junctions, as the system would), so a path
+    through a symbolic link (a temporary folder that is a link, say) still lands where the
+    system would take it; the file's own name is kept, as git tracks a link by its own name.
+    `folders` caches resolved folders across calls.
+    """
+    joined = os.path.join(base, given)
+    folder, name = os.path.split(joined)
+    if name in ("", ".", ".."):
+        folder, name = joined, ""
+    real_folder = resolved_folder(folder, folders)
+    return os.path.join(real_folder, name) if name else real_folder

@@ -1,0 +1,249 @@
+"""What differs between the systems codescout runs on, and how each names files.
+
+Each difference is a field of `System`, and code that depends on one takes the system as a
+parameter whose default is the one running. Windows and macOS rules are then tested on
+Linux by passing their flavour, the way the standard library tests `PureWindowsPath`
+everywhere. What cannot be had by a parameter (a file system that ignores case, an event
+loop without signal handlers) the test suite simulates or mounts for real.
+
+Standard library only, and small: the CLI's `rank` path must stay fast to start.
+"""
+
+from __future__ import annotations
+
+import ntpath
+import os
+import posixpath
+import sys
+import unicodedata
+
+# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import ModuleType
+    from typing import Final
+
+
+class System:
+    """The rules of one operating system that codescout's behaviour depends on.
+
+    (A plain class, not a dataclass: `dataclasses` would cost `codescout rank` ten
+    milliseconds of start-up.)
+    """
+
+    __slots__ = (
+        "broken_pipe_errnos",
+        "child_creation_flags",
+        "command_line_limit",
+        "ctime_is_birth",
+        "loop_signals",
+        "name",
+        "names_fold_case",
+        "names_fold_unicode",
+        "paths",
+        "reuse_address_shares_port",
+        "strict_surrogates",
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        paths: ModuleType,
+        names_fold_case: bool,
+        names_fold_unicode: bool,
+        strict_surrogates: bool,
+        ctime_is_birth: bool,
+        loop_signals: bool,
+        reuse_address_shares_port: bool,
+        command_line_limit: int,
+        child_creation_flags: int,
+        broken_pipe_errnos: frozenset[int],
+    ) -> None:
+        # "linux", "darwin" or "windows" (any other POSIX system behaves as "linux")
+        self.name = name
+        # posixpath or ntpath: separators, drives, joining
+        self.paths = paths
+        # The usual file system ignores letter case (NTFS; APFS and HFS+ as macOS formats them).
+        self.names_fold_case = names_fold_case
+        # The usual file system takes names in any Unicode normalisation as one (APFS, HFS+).
+        self.names_fold_unicode = names_fold_unicode
+        # os.fsdecode uses surrogatepass (Windows): bytes that are not UTF-8 raise instead of
+        # becoming surrogate escapes.
+        self.strict_surrogates = strict_surrogates
+        # st_ctime is the creation time (Windows), not the time of the last change.
+        self.ctime_is_birth = ctime_is_birth
+        # asyncio's event loops implement add_signal_handler (not on Windows).
+        self.loop_signals = loop_signals
+        # SO_REUSEADDR lets another process bind the same port while we listen (Windows).
+        self.reuse_address_shares_port = reuse_address_shares_port
+        # The longest command line a child process can be given: in bytes on POSIX (ARG_MAX is
+        # 2 MiB on Linux, 1 MiB on macOS, shared with the environment), in UTF-16 units on
+        # Windows; the figures keep a margin.
+        self.command_line_limit = command_line_limit
+        # Process-creation flags that keep a console window from opening for each child (a
+        # server started by a desktop host has no console; Windows would open one per git).
+        self.child_creation_flags = child_creation_flags
+        # A broken pipe is reported as EINVAL (Windows) as well as EPIPE.
+        self.broken_pipe_errnos = broken_pipe_errnos
+
+    def __repr__(self) -> str:
+        return f"System({self.name!r})"
+
+    @property
+    def windows(self) -> bool:
+        return self.name == "windows"
+
+
+_EPIPE: Final = frozenset({32})  # errno.EPIPE on every system
+_EINVAL: Final = 22
+
+LINUX: Final = System(
+    name="linux",
+    paths=posixpath,
+    names_fold_case=False,
+    names_fold_unicode=False,
+    strict_surrogates=False,
+    ctime_is_birth=False,
+    loop_signals=True,
+    reuse_address_shares_port=False,
+    command_line_limit=1 << 20,
+    child_creation_flags=0,
+    broken_pipe_errnos=_EPIPE,
+)
+MACOS: Final = System(
+    name="darwin",
+    paths=posixpath,
+    names_fold_case=True,
+    names_fold_unicode=True,
+    strict_surrogates=False,
+    ctime_is_birth=False,
+    loop_signals=True,
+    reuse_address_shares_port=False,
+    command_line_limit=1 << 19,
+    child_creation_flags=0,
+    broken_pipe_errnos=_EPIPE,
+)
+WINDOWS: Final = System(
+    name="windows",
+    paths=ntpath,
+    names_fold_case=True,
+    names_fold_unicode=False,
+    strict_surrogates=True,
+    ctime_is_birth=True,
+    loop_signals=False,
+    reuse_address_shares_port=True,
+    command_line_limit=32_767 - 2_767,  # CreateProcess's limit, less room for git's own arguments
+    child_creation_flags=0x08000000,  # CREATE_NO_WINDOW
+    broken_pipe_errnos=_EPIPE | {_EINVAL},
+)
+
+
+def system_for(platform: str) -> System:
+    """The rules for a `sys.platform` value."""
+    if platform == "win32":
+        return WINDOWS
+    if platform == "darwin":
+        return MACOS
+    return LINUX
+
+
+CURRENT: Final = system_for(sys.platform)
+
+
+def stop_signals() -> tuple[int, ...]:
+    """The signals that stop a server, the same on every transport: SIGTERM, SIGINT (Ctrl-C) and,
+    on Windows, SIGBREAK (Ctrl-Break), those of them this system has."""
+    import signal  # here, not above: `codescout rank` never needs it
+
+    return tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGBREAK") if hasattr(signal, name))
+
+
+# --- names ----------------------------------------------------------------------------------
+
+
+def decode_name(data: bytes, system: System = CURRENT) -> str:
+    """A file name that git or ripgrep printed as bytes, as the str that names the same file.
+
+    On POSIX that is os.fsdecode's answer, which gives back the same bytes when encoded. On
+    Windows, git and ripgrep print UTF-8 (WTF-8 for a name holding an unpaired surrogate,
+    which surrogatepass reads back); bytes that are not even that cannot name a file there,
+    and become surrogate escapes instead of raising, so one odd name never stops the rest.
+    """
+    if not system.strict_surrogates:
+        if system is CURRENT:
+            return os.fsdecode(data)
+        return data.decode("utf-8", "surrogateescape")
+    try:
+        return data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "surrogateescape")
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` can name no file on this system (None when it can), in words for an error."""
+    if "\0" in name:
+        return "holds a NUL character, which no file name can"
+    try:
+        os.fsencode(name)
+    except UnicodeEncodeError:
+        return "holds an unpaired surrogate, which no file name here can"
+    return None
+
+
+def folded(name: str, system: System = CURRENT) -> str:
+    """`name` as a file system that ignores case (and normalisation) compares it."""
+    if system.names_fold_unicode or system.names_fold_case:
+        name = unicodedata.normalize("NFC", name)
+    return name.casefold() if system.names_fold_case else name
+
+
+def loose_key(name: str) -> str:
+    """`name` as the loosest file system compares it: without case, in one normalisation."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def windows_plain_name(name: str) -> str:
+    """A `/`-separated name as Win32 opens it: each part without its trailing dots and spaces
+    (`a.py.` and `a.py ` open a.py), and a last part's `::$DATA` (the file's own stream) gone."""
+    parts = name.split("/")
+    if parts[-1].lower().endswith("::$data"):
+        parts[-1] = parts[-1][: -len("::$data")]
+    return "/".join(part if part in (".", "..") else part.rstrip(". ") or part for part in parts)
+
+
+# How a Windows path's short 8.3 parts are written out in full (GetLongPathNameW); set below on
+# Windows, and by the tests that stand in for it elsewhere.
+_long_path_of: Callable[[str], str] | None = None
+
+
+def long_path(path: str, system: System = CURRENT) -> str:
+    """`path` with each short 8.3 part (`PROGRA~1`) in its long form, on Windows; else as it is."""
+    if not system.windows or _long_path_of is None:
+        return path
+    try:
+        return _long_path_of(path)
+    except OSError:
+        return path
+
+
+def _windows_long_path(path: str) -> str:  # pragma: no cover - Windows only
+    import ctypes
+
+    kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined, unused-ignore]
+    size = 32_768
+    buffer = ctypes.create_unicode_buffer(size)
+    written = kernel32.GetLongPathNameW(path, buffer, size)
+    if not written or written >= size:
+        raise OSError(0, "GetLongPathNameW failed")
+    return str(buffer.value)
+
+
+if sys.platform == "win32":  # pragma: no cover - Windows only
+    _long_path_of = _windows_long_path
+
+
+def posix_form(path: str, system: System = CURRENT) -> str:
+    """A relative path with `/` between its parts, whatever the system's separator."""
+    return path.replace("\\", "/") if system.windows else path

@@ -1,0 +1,258 @@
+"""Child processes (git, and on Windows taskkill): found safely, run with a deadline over their
+whole run, ended together with whatever they started.
+
+subprocess and threading are imported where they are used: `codescout rank` never starts a
+child and must not pay for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ntpath
+import os
+import sys
+import time
+
+from codescout_mcp.platform import CURRENT, System
+
+# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Callable
+    from typing import IO, Any, Final
+
+
+# What a program found on PATH may be called on Windows. CreateProcess runs these itself; a
+# `.bat` or `.cmd` would run through cmd.exe, whose reading of arguments no quoting makes safe
+# for file names, so such a file is never taken for the program.
+WINDOWS_PROGRAM_SUFFIXES: Final = (".exe", ".com")
+
+
+def find_program(
+    name: str,
+    system: System = CURRENT,
+    *,
+    path: str | None = None,
+    is_program: Callable[[str], bool] | None = None,
+) -> str | None:
+    """The program `name` as an absolute path, from PATH's absolute folders only; None if none has it.
+
+    Unlike `shutil.which`, the current folder is never searched, whether Windows would search
+    it first or PATH names it (an empty entry, `.`, any relative folder): codescout runs in
+    checkouts nobody vetted, and a `git` committed at a checkout's root must not be what runs.
+    """
+    paths = system.paths
+    entries = (os.environ.get("PATH", "") if path is None else path).split(paths.pathsep)
+    suffixes = WINDOWS_PROGRAM_SUFFIXES if system.windows else ("",)
+    if system.windows and name.lower().endswith(suffixes):
+        suffixes = ("",)
+    check = is_program if is_program is not None else _is_program
+    for entry in entries:
+        if system.windows:
+            entry = entry.strip().strip('"')
+            if not paths.splitdrive(entry)[0]:  # `\bin` is relative to the current drive
+                continue
+        if not entry or not paths.isabs(entry):
+            continue
+        for suffix in suffixes:
+            candidate: str = paths.join(entry, name + suffix)
+            if check(candidate):
+                return candidate
+    return None
+
+
+def _is_program(candidate: str) -> bool:
+    return os.path.isfile(candidate) and os.access(candidate, os.X_OK)
+
+
+def windows_system_program(name: str) -> str:  # pragma: no cover - Windows only
+    """A program of Windows' own (taskkill.exe), by its full path in System32, never by PATH."""
+    root = os.environ.get("SYSTEMROOT") or os.environ.get("WINDIR") or "C:\\Windows"  # any case, on Windows
+    return ntpath.join(root, "System32", name)
+
+
+class ChildTimeout(Exception):
+    """A child process that was still running (or still holding its output open) at its deadline."""
+
+
+class ChildOutputTooLarge(Exception):
+    """A child process that printed more than the caller will hold in memory."""
+
+
+def child_options(system: System = CURRENT) -> dict[str, Any]:
+    """Popen options that put a child in a group of its own (so it can be ended with its
+    children) and, on Windows, keep it from opening a console window."""
+    if system.windows:
+        return {"creationflags": system.child_creation_flags | 0x00000200}  # CREATE_NEW_PROCESS_GROUP
+    return {"start_new_session": True}
+
+
+def end_child(proc: subprocess.Popen[bytes]) -> None:
+    """End a child and whatever it started, now (its output pipes then close)."""
+    import subprocess
+
+    if sys.platform == "win32":  # pragma: no cover - Windows: no process groups to signal
+        subprocess.run(
+            [windows_system_program("taskkill.exe"), "/F", "/T", "/PID", str(proc.pid)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            creationflags=CURRENT.child_creation_flags,
+            check=False,
+        )
+        with contextlib.suppress(OSError):
+            proc.kill()
+        return
+    import signal
+
+    with contextlib.suppress(OSError):  # the group is gone already
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+class _Drain:
+    """Reads one of a child's pipes to its end in a daemon thread, keeping at most `limit` bytes."""
+
+    def __init__(self, pipe: IO[bytes], limit: int) -> None:
+        import threading
+
+        self.pipe = pipe
+        self.limit = limit
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.thread = threading.Thread(target=self._run, daemon=True, name="codescout-child-output")
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while chunk := self.pipe.read1(1 << 16):  # type: ignore[attr-defined]
+                self.size += len(chunk)
+                if self.size <= self.limit:
+                    self.chunks.append(chunk)
+        except (OSError, ValueError):
+            pass  # the pipe was closed under us: the child was ended
+
+    def wait(self, seconds: float) -> bool:
+        """Whether the pipe reached its end within `seconds`."""
+        self.thread.join(max(0.0, seconds))
+        return not self.thread.is_alive()
+
+    @property
+    def too_large(self) -> bool:
+        return self.size > self.limit
+
+    def data(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+def _spawn(argv: list[str], cwd: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    import subprocess
+
+    return subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **child_options(),
+    )
+
+
+def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+
+def run_child(
+    argv: list[str], *, cwd: str, env: dict[str, str], seconds: float, limit: int = 256 << 20
+) -> tuple[int, bytes, bytes]:
+    """(status, stdout, stderr) of a child given no stdin, ended with its children at the deadline.
+
+    Unlike `subprocess.run(timeout=)`, the deadline covers the whole run: a child that
+    prints nothing, and a grandchild that keeps the pipes open after the child exits (on
+    Windows `run` then waits for it without end). ChildTimeout when it passes;
+    ChildOutputTooLarge past `limit` bytes of stdout.
+    """
+    import subprocess
+
+    deadline = time.monotonic() + seconds
+    proc = _spawn(argv, cwd, env)
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = _Drain(proc.stdout, limit), _Drain(proc.stderr, 1 << 16)
+    try:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise ChildTimeout from None
+        # The child is gone; something it started may still hold its pipes open.
+        if not (out.wait(deadline - time.monotonic()) and err.wait(deadline - time.monotonic())):
+            raise ChildTimeout
+        if out.too_large:
+            raise ChildOutputTooLarge
+        return proc.returncode, out.data(), err.data()
+    finally:
+        _reap(proc, out, err)
+
+
+def _reap(proc: subprocess.Popen[bytes], *drains: _Drain) -> None:
+    import subprocess
+
+    if proc.poll() is None or any(drain.thread.is_alive() for drain in drains):
+        end_child(proc)
+        with contextlib.suppress(subprocess.TimeoutExpired):  # killed; nothing more to wait for
+            proc.wait(timeout=1.0)
+    _close_pipes(proc)
+
+
+class StreamedChild:
+    """A child whose stdout is read as it comes, ended with its children at a deadline.
+
+    A watchdog thread ends the child when the deadline passes, so a read blocked on a child
+    that prints nothing returns (at end of file) instead of waiting for ever; `read` then
+    raises ChildTimeout. Its stderr is kept (the first 64 KiB) for an error message.
+    """
+
+    def __init__(self, argv: list[str], *, cwd: str, env: dict[str, str], seconds: float) -> None:
+        import threading
+
+        self.proc = _spawn(argv, cwd, env)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.stdout = self.proc.stdout
+        self.stderr = _Drain(self.proc.stderr, 1 << 16)
+        self.expired = False
+        self.ended_at_eof = False  # the whole of stdout was read
+        self._watchdog = threading.Timer(seconds, self._expire)
+        self._watchdog.daemon = True
+        self._watchdog.start()
+
+    def _expire(self) -> None:
+        self.expired = True
+        end_child(self.proc)
+
+    def read(self, size: int) -> bytes:
+        data = self.stdout.read(size)
+        if self.expired:
+            raise ChildTimeout
+        if not data:
+            self.ended_at_eof = True
+        return data
+
+    def finish(self, seconds: float = 5.0) -> tuple[int, bytes]:
+        """After the last read: the exit status and what it said on stderr."""
+        import subprocess
+
+        try:
+            status = self.proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            raise ChildTimeout from None
+        if not self.stderr.wait(seconds) or self.expired:
+            raise ChildTimeout
+        return status, self.stderr.data()
+
+    def close(self) -> None:
+        """End the child (and its children) if it still runs, and free its pipes."""
+        self._watchdog.cancel()
+        _reap(self.proc, self.stderr)

@@ -42,10 +42,15 @@ VENV = ROOT / ".cache" / "mutation" / "venv"
 PYTHON = VENV / "bin" / "python"
 PYTEST = [str(PYTHON), "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider"]
 
+# The modules that read facts from repositories, judged by the same tests.
+FACTS_MODULES = (
+    *("hits.py", "repository.py", "checkout.py", "gitfiles.py", "ripgrep.py", "git.py"),
+    *("platform.py", "paths.py", "processes.py"),
+)
+
 # The tests that judge each module: those that exercise it, kept small enough to run often.
 TESTS: dict[str, list[str]] = {
     "ranking.py": ["tests/test_vectors.py", "tests/test_ranking.py", "tests/test_properties.py", "-k", "not cli"],
-    "tool.py": ["tests/test_vectors.py", "tests/test_properties.py", "-k", "not cli"],
     "validate.py": [
         "tests/test_vectors.py",
         "tests/test_validate.py",
@@ -63,7 +68,7 @@ TESTS: dict[str, list[str]] = {
             "-k",
             "not over_stdio and not over_http",
         ]
-        for module in ("hits.py", "repository.py", "ripgrep.py", "git.py", "system.py")
+        for module in FACTS_MODULES
     },
     "codeowners.py": [
         "tests/test_codeowners.py",

@@ -106,8 +106,11 @@ OUTPUT_SCHEMA: Final[dict[str, Any]] = {
                         "minimum": 0,
                         "description": "Whole days since the file last changed.",
                     },
+                    # Two branches of one type each, not `"type": ["string", "null"]`: clients
+                    # that map schemas onto a single-type dialect (Gemini's, say) read this form,
+                    # and MCP Inspector's --strict check asks for it.
                     "owner": {
-                        "type": ["string", "null"],
+                        "anyOf": [{"type": "string"}, {"type": "null"}],
                         "description": "Who owns the file, exactly as given; null when unknown, empty or blank.",
                     },
                     "score": {

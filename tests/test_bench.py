@@ -78,10 +78,11 @@ def test_soak_smoke_reports_its_figures() -> None:
     output = smoke("soak.py")
     assert re.search(r"with slow clients: \d+ served \(0 not\)", output), output
     assert re.search(r"slow connections still open \d+ s after they began: 0 of \d+", output), output
-    assert re.search(r"answers: \{200: 4, 503: 1\}", output), output
+    # More clients than --max-concurrent: the fifth waits its turn instead of being refused.
+    assert re.search(r"answers: \{200: 5\}", output), output
     assert re.search(r"one call of [\d.]+ MiB alone: 200, [\d.]+ MiB of memory per MiB of body", output), output
     # Every attempt answered 200 or 503 (none lost or reset), and every call served in the end.
-    assert re.search(r"every attempt: \{200: 10, 503: \d+\}; lost or reset: 0", output), output
+    assert re.search(r"every attempt: \{200: 10\}; lost or reset: 0", output), output
     assert "served in the end: 10 of 10 calls" in output, output
     assert re.search(r"peak \d+ MiB; formula \d+ MiB \(under\), 1.5 GiB \(under\)", output), output
     phase_3 = r"phase 3: {} calls? .*\n  answers: \{{200: {}\}}\n  server peak RSS \d+ MiB; formula \d+ MiB \(under\)"

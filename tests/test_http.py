@@ -370,7 +370,7 @@ def test_beyond_max_concurrent_a_request_is_refused_at_its_own_deadline() -> Non
         sock.sendall(HEADERS + b"Content-Length: 1000\r\n\r\n{")  # holds the slot until its 408
         time.sleep(0.3)
         started = time.monotonic()
-        status, headers, _ = running.request("POST", json.dumps(CALL).encode(), {"Connection": "close"})
+        status, _, _ = running.request("POST", json.dumps(CALL).encode(), {"Connection": "close"})
         waited = time.monotonic() - started
         # The holder's deadline comes first and frees the slot: the waiter, behind it, is served.
         assert status == 200 and waited < 3, (status, waited)

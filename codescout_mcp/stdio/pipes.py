@@ -18,6 +18,7 @@ import logging
 import os
 import queue
 import signal
+import sys
 import threading
 
 from codescout_mcp.platform import CURRENT, stop_signals
@@ -160,12 +161,11 @@ class Writer:
         """
         if self.gone:
             return True
-        try:
-            import select
-
-            poller = select.poll()
-        except (ImportError, AttributeError):  # Windows: no poll on pipes; only a failed write tells
+        if sys.platform == "win32":  # no poll on pipes there: only a failed write tells
             return False
+        import select
+
+        poller = select.poll()
         poller.register(self.wire_out, select.POLLOUT)
         try:
             events = poller.poll(0)

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -440,7 +441,10 @@ def test_at_the_descriptor_limit_it_warns_once_a_second_and_recovers() -> None:
         status, log = running.stop()
     assert status == 0
     warnings = [line for line in log.splitlines() if "cannot accept connections" in line]
-    assert 1 <= len(warnings) <= 6, log[-3000:]
+    stamps = [datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f") for line in warnings]
+    assert warnings, log[-3000:]
+    # At most one a second, however long a loaded machine took (one more for the second they began in).
+    assert len(warnings) <= (stamps[-1] - stamps[0]).total_seconds() + 1, log[-3000:]
     assert "Traceback" not in log
 
 

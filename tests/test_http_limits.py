@@ -132,7 +132,7 @@ def test_a_request_waits_in_line_until_its_own_deadline_then_gets_503_and_a_true
         )
         assert 2.5 < waited < 6, waited
         assert 1 <= int(headers["retry-after"]) <= 8
-        assert outcome(holder) == "whole"  # read at last: the room it held comes back
+        assert outcome(holder) in ("whole", "dropped")  # read at last, or dropped by now: its room is back
         assert running.call()[0] == 200
     finally:
         status, log = running.stop()

@@ -44,8 +44,8 @@ PYTEST = [str(PYTHON), "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cachepro
 
 # The modules that read facts from repositories, judged by the same tests.
 FACTS_MODULES = (
-    *("hits.py", "repository.py", "checkout.py", "gitfiles.py", "ripgrep.py", "git.py"),
-    *("platform.py", "paths.py", "processes.py"),
+    *("facts/hits.py", "facts/repository.py", "facts/checkout.py", "facts/gitfiles.py", "facts/ripgrep.py"),
+    *("facts/git.py", "platform.py", "paths.py", "processes.py"),
 )
 
 # The tests that judge each module: those that exercise it, kept small enough to run often.
@@ -70,14 +70,14 @@ TESTS: dict[str, list[str]] = {
         ]
         for module in FACTS_MODULES
     },
-    "codeowners.py": [
+    "facts/codeowners.py": [
         "tests/test_codeowners.py",
         "tests/test_globs.py",
         "tests/test_hits.py",
         "-k",
         "codeowners or gitlab or github or owner or pattern",
     ],
-    "globs.py": ["tests/test_globs.py", "tests/test_codeowners.py"],
+    "facts/globs.py": ["tests/test_globs.py", "tests/test_codeowners.py"],
 }
 
 SWAPS: dict[type, type] = {

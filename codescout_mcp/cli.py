@@ -372,7 +372,7 @@ def _integer(text: str) -> int:
 
 
 def _timestamp(text: str) -> float:
-    from codescout_mcp.hits import parse_now
+    from codescout_mcp.facts.hits import parse_now
 
     try:
         return parse_now(text)
@@ -382,7 +382,7 @@ def _timestamp(text: str) -> float:
 
 def _run_hits(args: argparse.Namespace) -> int:
     from codescout_mcp.cli_streams import is_console
-    from codescout_mcp.hits import HitsError, hits_arguments
+    from codescout_mcp.facts.hits import HitsError, hits_arguments
 
     if args.source is None and 0 not in State.closed and is_console(0):
         args.parser.error("pipe ripgrep's output in (rg --json PATTERN | codescout hits) or use --from FILE")

@@ -121,7 +121,7 @@ class Tools:
             # or a file read must come first, the call goes to a worker thread and the loop
             # keeps serving.
             if _size(arguments) <= WORKSPACE_INLINE_HITS:
-                from codescout_mcp.repository import NeedsWork
+                from codescout_mcp.facts.repository import NeedsWork
 
                 try:
                     return self.workspace_tool.answer(arguments, offline=True)

@@ -29,18 +29,18 @@ from typing import Any, Final
 
 import mcp_types as types
 
-from codescout_mcp.checkout import Checkout
 from codescout_mcp.contract import (
     WORKSPACE_INPUT_SCHEMA,
     WORKSPACE_TOOL_NAME,
 )
-from codescout_mcp.git import GitError
-from codescout_mcp.gitfiles import RepositoryError
+from codescout_mcp.facts.checkout import Checkout
+from codescout_mcp.facts.git import GitError
+from codescout_mcp.facts.gitfiles import RepositoryError
+from codescout_mcp.facts.repository import FileFacts, NeedsWork
 from codescout_mcp.paths import ancestors, describe_kind, relative_inside, resolved_folder, same_folder_inside
 from codescout_mcp.platform import name_problem
 from codescout_mcp.protocol import CALL_SECONDS
 from codescout_mcp.ranking import rank
-from codescout_mcp.repository import FileFacts, NeedsWork
 from codescout_mcp.results import tool_error, tool_result
 from codescout_mcp.text import shown
 from codescout_mcp.validate import Checker, InvalidArguments

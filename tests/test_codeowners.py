@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from codescout_mcp import codeowners
-from codescout_mcp.codeowners import CodeOwners, load_codeowners, parse_github, parse_gitlab
-from codescout_mcp.globs import MAX_PATTERN_CHARACTERS
+from codescout_mcp.facts import codeowners
+from codescout_mcp.facts.codeowners import CodeOwners, load_codeowners, parse_github, parse_gitlab
+from codescout_mcp.facts.globs import MAX_PATTERN_CHARACTERS
 
 
 def github(text: str, paths: list[str]) -> tuple[dict[str, str | None], list[str]]:

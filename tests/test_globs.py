@@ -1,4 +1,4 @@
-"""CODEOWNERS patterns (`codescout_mcp.globs`) held to independent readings of the same rules.
+"""CODEOWNERS patterns (`codescout_mcp.facts.globs`) held to independent readings of the same rules.
 
 * GitHub's patterns are gitignore's: pathspec's GitIgnoreSpecPattern, a reading written
   apart from codescout, is the oracle for every pattern GitHub reads that way (all but the
@@ -20,8 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
-from codescout_mcp.codeowners import _gitlab_pattern
-from codescout_mcp.globs import github_regex, gitlab_regex
+from codescout_mcp.facts.codeowners import _gitlab_pattern
+from codescout_mcp.facts.globs import github_regex, gitlab_regex
 from tests.debian import apt_install
 
 PATTERN_PARTS = ["a", "b", "ab", ".", "*", "**", "?", "/", "\\a", "\\*", "\\"]

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from codescout_mcp.hits import parse_now
-from codescout_mcp.repository import whole_days
-from codescout_mcp.ripgrep import RipgrepError, read_match_counts
+from codescout_mcp.facts.hits import parse_now
+from codescout_mcp.facts.repository import whole_days
+from codescout_mcp.facts.ripgrep import RipgrepError, read_match_counts
 from tests.gitrepo import DAY, NOW, NOW_SECONDS, Repo, env_for, hits_from_rg, hits_of, rg_exe, run
 from tests.helpers import codescout_exe
 from tests.platforms import BYTE_NAMES, CONTROL_NAMES, DELETED_CWD, FAKE_GIT, SHELL, linux_only, posix_only
@@ -670,7 +670,7 @@ LOG = (
 
 @pytest.mark.parametrize("size", [1, 2, 3, 7, 64, 65536])
 def test_log_entries_read_the_same_whatever_the_pieces(size: int) -> None:
-    from codescout_mcp.repository import log_entries
+    from codescout_mcp.facts.repository import log_entries
 
     assert list(log_entries(Chunks(LOG, size))) == [
         (1700000300, b"c3", "newest.txt"),

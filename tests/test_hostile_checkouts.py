@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp.git import Git, GitError
+from codescout_mcp.facts.git import Git, GitError
 from tests.gitrepo import NOW, Repo, days_of, env_for, run, workspace_call
 from tests.helpers import codescout_exe, installed
 from tests.platforms import FAKE_GIT, FIFOS, PROCESS_GROUPS, SIGNALS, alive, posix_only

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp.checkout import Checkout
-from codescout_mcp.git import Git, GitError
-from codescout_mcp.hits import HitsError, build_arguments, parse_now
+from codescout_mcp.facts.checkout import Checkout
+from codescout_mcp.facts.git import Git, GitError
+from codescout_mcp.facts.hits import HitsError, build_arguments, parse_now
+from codescout_mcp.facts.repository import FileFacts, NeedsWork, RepositoryFacts
+from codescout_mcp.facts.ripgrep import RipgrepError, read_match_counts
 from codescout_mcp.paths import resolved_folder
-from codescout_mcp.repository import FileFacts, NeedsWork, RepositoryFacts
-from codescout_mcp.ripgrep import RipgrepError, read_match_counts
 from tests.gitrepo import DAY, NOW_SECONDS, Repo
 from tests.platforms import DELETED_CWD, FAKE_GIT, posix_only
 

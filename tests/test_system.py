@@ -22,11 +22,11 @@ import pytest
 
 from codescout_mcp import cli_streams, paths, platform, processes
 from codescout_mcp.cli_streams import is_console
+from codescout_mcp.facts.repository import FileFacts, RepositoryFacts, _chunks
+from codescout_mcp.facts.ripgrep import read_match_counts
 from codescout_mcp.paths import ancestors, changed_ns, read_regular, relative_inside, relative_to, resolved_folder
 from codescout_mcp.platform import LINUX, MACOS, WINDOWS, decode_name, name_problem, system_for
 from codescout_mcp.processes import child_options
-from codescout_mcp.repository import FileFacts, RepositoryFacts, _chunks
-from codescout_mcp.ripgrep import read_match_counts
 from tests.gitrepo import NOW, NOW_SECONDS, Repo, env_for, run
 from tests.helpers import codescout_exe, installed
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from codescout_mcp.globs import github_regex, gitlab_regex
+from codescout_mcp.facts.globs import github_regex, gitlab_regex
 from codescout_mcp.paths import NotRegular, read_regular, relative_inside
 from codescout_mcp.text import shown
 

@@ -22,9 +22,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final
 
-from codescout_mcp.codeowners import CODEOWNERS_PLACES, CodeOwners, load_codeowners
-from codescout_mcp.git import Git, GitError, open_failure
-from codescout_mcp.gitfiles import RepositoryError, ceiling_folders, check_for_git, git_files_around
+from codescout_mcp.facts.codeowners import CODEOWNERS_PLACES, CodeOwners, load_codeowners
+from codescout_mcp.facts.git import Git, GitError, open_failure
+from codescout_mcp.facts.gitfiles import RepositoryError, ceiling_folders, check_for_git, git_files_around
 from codescout_mcp.paths import (
     NotRegular,
     changed_ns,

@@ -57,6 +57,7 @@ pytestmark = [
 ]
 
 MIB = 1024 * 1024
+ERAS = ("2025-11-25", "2026-07-28")
 # Over HTTPS the suite's rebinding check cannot run: its client sends a made-up Host
 # (evil.example.com) and Node then checks the proxy's certificate against that name, failing
 # before the request is sent. test_calls_with_the_public_name_... makes the same check here.
@@ -101,42 +102,39 @@ def deployment(
     proxy.stop()
 
 
-@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
 def test_conformance_suite_passes_through_the_proxy(
-    node_tools: NodeTools, deployment: Deployment, era: str, tmp_path: Path
+    node_tools: NodeTools, deployment: Deployment, tmp_path: Path
 ) -> None:
-    baseline = tmp_path / "baseline.yml"
+    """Both protocol eras, run at once (each run waits mostly on the network)."""
+    runs = {era: conformance(node_tools, deployment, era, tmp_path / era) for era in ERAS}
+    outcomes = {era: run.communicate(timeout=300) for era, run in runs.items()}
+    for era, run in runs.items():
+        stdout, stderr = outcomes[era]
+        assert (run.returncode, "Baseline check passed" in stdout) == (0, True), stdout[-4000:] + stderr[-2000:]
+        passed = sum(
+            check.get("status") == "SUCCESS"
+            for checks in (tmp_path / era / "results").glob("*/checks.json")
+            for check in json.loads(checks.read_text(encoding="utf-8"))
+        )
+        assert passed >= 30, era  # as many as straight to a replica (tests/test_conformance.py)
+
+
+def conformance(node_tools: NodeTools, deployment: Deployment, era: str, folder: Path) -> subprocess.Popen[str]:
+    """The conformance suite started against the proxy, with the TLS entry added to the era's baseline."""
+    folder.mkdir()
+    baseline = folder / "baseline.yml"
     baseline.write_text(
         (ROOT / "tests" / "conformance" / f"baseline-{era}.yml").read_text(encoding="utf-8") + TLS_BASELINE,
         encoding="utf-8",
     )
-    done = subprocess.run(
-        [
-            *node_tools.command("conformance"),
-            "server",
-            "--url",
-            deployment.url,
-            "--requirements",
-            era,
-            "--expected-failures",
-            str(baseline),
-            "-o",
-            str(tmp_path / "results"),
-        ],
-        capture_output=True,
+    command = ["server", "--url", deployment.url, "--requirements", era, "--expected-failures", str(baseline)]
+    return subprocess.Popen(
+        [*node_tools.command("conformance"), *command, "-o", str(folder / "results")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         env=node_tools.env(NODE_EXTRA_CA_CERTS=str(deployment.tls.ca)),
-        timeout=300,
-        check=False,
     )
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "Baseline check passed" in done.stdout
-    passed = sum(
-        check.get("status") == "SUCCESS"
-        for checks in (tmp_path / "results").glob("*/checks.json")
-        for check in json.loads(checks.read_text(encoding="utf-8"))
-    )
-    assert passed >= 30  # as many as straight to a replica (tests/test_conformance.py)
 
 
 def test_typescript_client_lists_and_calls_through_the_proxy(
@@ -231,24 +229,26 @@ def test_the_proxy_sends_the_client_host_and_only_the_address_it_saw(proxy: str,
     }
 
 
-def test_the_common_nginx_upstream_block_is_refused_until_the_replicas_allow_its_name(tmp_path: Path) -> None:
-    """The issue: nginx sends the upstream's name as Host, 421 on every call; --allow-host that name serves them."""
+def test_the_common_nginx_upstream_block_is_refused_until_the_replicas_allow_its_name(
+    replicas: list[RunningServer], tmp_path: Path
+) -> None:
+    """The issue: nginx sends the upstream's name as Host, 421 on every call; --allow-host that name serves them.
+
+    The page's replicas (which allow only the public name) stand for the first; one replica
+    allowing `codescout` stands behind both of the block's servers for the second.
+    """
     tls = Tls.make(tmp_path / "tls")
-    plain = ((), ())
-    allowing = (("--allow-host", "codescout"), ("--allow-host", "codescout"))
-    with ThreadPoolExecutor() as pool:
-        started = list(pool.map(lambda args: RunningServer(*args), plain + allowing))
+    allowing = RunningServer("--allow-host", "codescout")
     answers = []
     try:
-        for index, pair in enumerate((started[:2], started[2:])):
-            running = start_proxy("nginx-upstream-name", tmp_path / f"nginx{index}", [r.port for r in pair], tls)
+        for index, ports in enumerate(([r.port for r in replicas[:2]], [allowing.port] * 2)):
+            running = start_proxy("nginx-upstream-name", tmp_path / f"nginx{index}", ports, tls)
             try:
                 answers.append(json_post(running.port, PING, tls=None, host="localhost"))
             finally:
                 running.stop()
     finally:
-        for replica in started:
-            replica.stop()
+        allowing.stop()
     assert answers == [
         (421, "Misdirected Request: Host not allowed (see --allow-host)\n"),
         (200, {"jsonrpc": "2.0", "id": 0, "result": {}}),

@@ -221,6 +221,20 @@ def add_mcp_options(mcp_cmd: argparse.ArgumentParser) -> None:
         f"(default {limits.seconds(limits.SHUTDOWN_TIMEOUT)})",
     )
     http.add_argument(
+        "--keep-alive-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="an idle connection is closed after this long; behind a proxy, set it above the proxy's idle timeout "
+        f"(default {limits.seconds(limits.KEEP_ALIVE_TIMEOUT)})",
+    )
+    http.add_argument(
+        "--forwarded-allow-ip",
+        action="append",
+        metavar="ADDRESS",
+        help="a proxy whose X-Forwarded-For and X-Forwarded-Proto are believed (repeatable; an address or a "
+        "network such as 10.0.0.0/8); from anyone else they are ignored (default: no one)",
+    )
+    http.add_argument(
         "--tls-certfile",
         metavar="FILE",
         help="serve HTTPS with this PEM certificate (chain); it may hold the private key too",
@@ -325,6 +339,8 @@ _HTTP_OPTIONS = (
     "write_timeout",
     "max_concurrent",
     "shutdown_timeout",
+    "keep_alive_timeout",
+    "forwarded_allow_ip",
     "tls_certfile",
     "tls_keyfile",
 )
@@ -430,6 +446,7 @@ def _run_mcp(args: argparse.Namespace) -> int:
         **{name: getattr(args, name) for name in _HTTP_OPTIONS},
         allow_hosts=tuple(args.allow_host or ()),
         allow_origins=tuple(args.allow_origin or ()),
+        forwarded_allow_ips=tuple(args.forwarded_allow_ip or ()),
         log_level=args.log_level,
     )
     return serve_http(settings, workspace=workspace)

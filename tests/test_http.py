@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -595,3 +596,65 @@ def test_ctrl_break_stops_the_http_server_as_ctrl_c_does() -> None:
     rest = server.stderr.read()
     assert (status, rest) == (0, b"")
     assert time.monotonic() - started < 5
+
+
+# --- behind a proxy (docs/proxies.md) -------------------------------------------------------------
+
+
+def test_an_allowed_name_without_a_port_also_matches_it_on_the_default_ports() -> None:
+    running = RunningServer(
+        "--host", "127.0.0.1", "--allow-host", "mcp.example.com", "--allow-host", "alt.example:9000"
+    )
+    try:
+        for host, status in [
+            ("mcp.example.com", 200),
+            ("mcp.example.com:443", 200),
+            ("MCP.example.com:80", 200),
+            ("mcp.example.com:8443", 421),
+            ("alt.example:9000", 200),
+            ("alt.example", 421),
+            ("alt.example:443", 421),
+        ]:
+            assert running.call({"Host": host})[0] == status, host
+    finally:
+        running.stop()
+
+
+def test_the_access_log_names_the_client_and_believes_forwarded_addresses_only_from_named_proxies() -> None:
+    spoofed = {"X-Forwarded-For": "203.0.113.9"}
+    running = RunningServer("--log-level", "info")
+    try:
+        assert running.call(spoofed)[0] == 200
+    finally:
+        _, log = running.stop()
+    lines = [line for line in log.splitlines() if "POST /mcp -> 200" in line]
+    assert len(lines) == 1 and " 127.0.0.1:" in lines[0] and "203.0.113.9" not in log
+    trusting = RunningServer("--log-level", "info", "--forwarded-allow-ip", "127.0.0.1")
+    try:
+        assert trusting.call(spoofed)[0] == 200
+    finally:
+        _, log = trusting.stop()
+    assert [line for line in log.splitlines() if "203.0.113.9:" in line and "POST /mcp -> 200" in line]
+
+
+def test_an_idle_connection_is_closed_after_the_keep_alive_timeout() -> None:
+    running = RunningServer("--keep-alive-timeout", "1")
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", running.port, timeout=10)
+        body = json.dumps(CALL).encode()
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        connection.request("POST", "/mcp", body, headers)
+        assert connection.getresponse().read()
+        sock = connection.sock
+        assert sock is not None
+        started = time.monotonic()
+        sock.settimeout(10)
+        assert sock.recv(1) == b""  # the server closed the idle connection
+        assert 0.5 < time.monotonic() - started < 4
+        connection.close()
+    finally:
+        running.stop()

@@ -91,6 +91,11 @@ def serve_http(settings: HttpSettings, *, workspace: str | None = None) -> int:
         log_config=None,  # our logging: stderr, at --log-level
         log_level=settings.log_level,
         access_log=False,  # the Guard logs requests, without their query strings
+        timeout_keep_alive=settings.keep_alive_timeout,  # type: ignore[arg-type]
+        # X-Forwarded-For and -Proto are read only from the proxies named (uvicorn would trust
+        # any loopback peer's by default): a client cannot make up its own address.
+        proxy_headers=bool(settings.forwarded_allow_ips),
+        forwarded_allow_ips=list(settings.forwarded_allow_ips) or None,
         lifespan="on",
         server_header=False,
         ssl_certfile=settings.tls_certfile,

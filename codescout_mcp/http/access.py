@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from typing import Final
 
 LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "[::1]")
+# The ports a Host header may name or leave out and mean the same server (RFC 9110, section 4.2).
+DEFAULT_PORTS: Final = ("80", "443")
 
 
 def is_loopback(host: str) -> bool:
@@ -42,10 +44,14 @@ class Allowed:
         self.origins = [entry.strip().lower().rstrip("/") for entry in origins]
 
     def host(self, value: str) -> bool:
+        """An allowed entry names a port, any port (`NAME:*`), or none: then the bare name and
+        the default ports (`NAME:80`, `NAME:443`), as proxies and clients may write either."""
         name, port = split_host(value)
         if name in LOOPBACK_NAMES:
             return True
-        return any(name == n and (p == "*" or p == port) for n, p in self.hosts)
+        return any(
+            name == n and (p == "*" or p == port or (p is None and port in DEFAULT_PORTS)) for n, p in self.hosts
+        )
 
     def origin(self, value: str) -> bool:
         value = value.strip().lower().rstrip("/")

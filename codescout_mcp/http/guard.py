@@ -128,7 +128,9 @@ class Guard:
         if logger.isEnabledFor(logging.INFO):
             # The path only: a client may put a secret in the query string.
             elapsed = (time.monotonic() - started) * 1000
-            logger.info("%s %s -> %s in %.1f ms", scope["method"], scope["path"], budgeted.status, elapsed)
+            client = scope.get("client")
+            who = f"{client[0]}:{client[1]}" if client else "-"
+            logger.info("%s %s %s -> %s in %.1f ms", who, scope["method"], scope["path"], budgeted.status, elapsed)
 
     async def _serve(self, scope: Scope, receive: Receive, send: BudgetedSend, deadline: float) -> None:
         headers = Headers(scope)

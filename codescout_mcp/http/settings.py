@@ -30,6 +30,8 @@ class HttpSettings:
     write_timeout: float = limits.WRITE_TIMEOUT
     max_concurrent: int = limits.MAX_CONCURRENT
     shutdown_timeout: float = limits.SHUTDOWN_TIMEOUT
+    keep_alive_timeout: float = limits.KEEP_ALIVE_TIMEOUT
+    forwarded_allow_ips: tuple[str, ...] = ()
     tls_certfile: str | None = None
     tls_keyfile: str | None = None
     log_level: str = limits.LOG_LEVEL

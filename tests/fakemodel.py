@@ -1,17 +1,19 @@
 """A stand-in language model on loopback, so real MCP hosts can run a turn without a login.
 
-A host (Claude Code, Gemini CLI, opencode) sends its model the tools it has loaded; that request
-is the one place where the host shows which MCP tools it sees. This server speaks just enough of
-three model APIs (Anthropic messages, Gemini generateContent, OpenAI chat completions) for a
-host to finish a turn, and follows one script: when a request offers the tool it was told to
-call, it answers with a call to that tool; when a request carries that call's result, it
-records the result and ends the turn. Every other request (titles, routing) gets a short text.
+A host (Claude Code, Gemini CLI, opencode, Codex) sends its model the tools it has loaded; that
+request is the one place where the host shows which MCP tools it sees. This server speaks just
+enough of four model APIs (Anthropic messages, Gemini generateContent, OpenAI chat completions
+and OpenAI responses, which `codex exec` speaks) for a host to finish a turn, and follows one
+script: when a request offers the tool it was told to call, it answers with a call to that
+tool; when a request carries that call's result, it records the result and ends the turn.
+Every other request (titles, routing) gets a short text.
 """
 
 from __future__ import annotations
 
 import http.server
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,8 +47,36 @@ def _offered(body: dict[str, Any]) -> list[str]:
     return names
 
 
+def _responses_offered(body: dict[str, Any]) -> list[str]:
+    """The tools a Responses request offers: its function tools, and the MCP tools that Codex's
+    code mode names for its `exec` tool (as `tools.mcp__<server>__<tool>`, somewhere in the request)."""
+    names = [tool["name"] for tool in body.get("tools") or [] if isinstance(tool, dict) and "name" in tool]
+    text = json.dumps(body)
+    names += sorted(set(re.findall(r"mcp__codescout__[A-Za-z0-9_]+", text)))
+    # Code mode lists a connected server as a deferred namespace (`- mcp__codescout: <its
+    # instructions>`), its tools callable as `tools.mcp__codescout__<tool>`.
+    if "- mcp__codescout:" in text:
+        names.append("mcp__codescout__")
+    return names
+
+
+def _code_mode(body: dict[str, Any]) -> bool:
+    """Whether the request offers Codex's `exec` tool, through which MCP tools are called."""
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and item.get("type") == "additional_tools":
+            for group in item.get("tools") or []:
+                if any(tool.get("name") == "exec" for tool in group.get("tools") or []):
+                    return True
+    return False
+
+
 def _tool_result(dialect: str, body: dict[str, Any], tool: str) -> Any:
     """The result of our call, as the host passed it back to the model, or None if absent."""
+    if dialect == "responses":
+        for item in body.get("input") or []:
+            if isinstance(item, dict) and item.get("call_id") == CALL_ID and item.get("type", "").endswith("_output"):
+                return item.get("output")
+        return None
     if dialect == "anthropic":
         for message in body.get("messages", []):
             content = message.get("content")
@@ -117,9 +147,13 @@ class FakeModel:
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[str, bytes]:
         """The reply to one request: a call to our tool, the end of the turn, or a bare text."""
-        dialect = "anthropic" if "/messages" in path else "gemini" if "enerateContent" in path else "openai"
-        offered = _offered(body)
+        if path.endswith("/responses"):
+            dialect = "responses"
+        else:
+            dialect = "anthropic" if "/messages" in path else "gemini" if "enerateContent" in path else "openai"
+        offered = _responses_offered(body) if dialect == "responses" else _offered(body)
         result = _tool_result(dialect, body, self.tool)
+        offered = [f"{name}{self.tool}" if name == "mcp__codescout__" else name for name in offered]
         with self._lock:
             self.exchange.paths.append(f"POST {path}")
             self.exchange.offered.append(offered)
@@ -203,7 +237,24 @@ def _openai(body: dict[str, Any], delta: dict[str, Any], finish: str) -> tuple[s
     )
 
 
+def _responses(items: list[dict[str, Any]]) -> tuple[str, bytes]:
+    """A streamed Responses answer holding `items`, then its completion."""
+    events: list[tuple[str | None, Any]] = [
+        ("response.created", {"type": "response.created", "response": {"id": "r1"}})
+    ]
+    for index, item in enumerate(items):
+        for kind in ("response.output_item.added", "response.output_item.done"):
+            events.append((kind, {"type": kind, "output_index": index, "item": item}))
+    usage = {"input_tokens": 1, "input_tokens_details": None, "output_tokens": 1, "output_tokens_details": None}
+    done = {"type": "response.completed", "response": {"id": "r1", "usage": {**usage, "total_tokens": 2}}}
+    events.append(("response.completed", done))
+    return "text/event-stream", _sse(events)
+
+
 def _text(dialect: str, path: str, body: dict[str, Any], text: str) -> tuple[str, bytes]:
+    if dialect == "responses":
+        content = [{"type": "output_text", "text": text, "annotations": []}]
+        return _responses([{"type": "message", "role": "assistant", "id": "m1", "content": content}])
     if dialect == "anthropic":
         return _anthropic(body, {"type": "text", "text": text}, "end_turn")
     if dialect == "gemini":
@@ -214,6 +265,13 @@ def _text(dialect: str, path: str, body: dict[str, Any], text: str) -> tuple[str
 def _call(
     dialect: str, path: str, body: dict[str, Any], name: str, arguments: dict[str, Any], call_id: str
 ) -> tuple[str, bytes]:
+    if dialect == "responses":
+        if _code_mode(body):  # the MCP tool is called from JavaScript, through `exec`
+            script = f"const r = await tools.{name}({json.dumps(arguments)});\ntext(JSON.stringify(r));\n"
+            item = {"type": "custom_tool_call", "id": "c1", "call_id": call_id, "name": "exec", "input": script}
+            return _responses([{**item, "namespace": "functions"}])
+        return _responses([{"type": "function_call", "id": "f1", "call_id": call_id, "name": name,
+                            "arguments": json.dumps(arguments)}])  # fmt: skip
     if dialect == "anthropic":
         return _anthropic(body, {"type": "tool_use", "id": call_id, "name": name, "input": arguments}, "tool_use")
     if dialect == "gemini":

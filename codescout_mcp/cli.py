@@ -293,7 +293,6 @@ def _run_rank(args: argparse.Namespace) -> int:
     import gc
 
     from codescout_mcp.jsontext import JsonTextError
-    from codescout_mcp.ranking import rank
     from codescout_mcp.validate import InvalidArguments
 
     # A short-lived process that builds one large tree of objects and frees it at exit:
@@ -301,21 +300,36 @@ def _run_rank(args: argparse.Namespace) -> int:
     gc.disable()
     source = "stdin" if args.input == "-" else shown(args.input)
     try:
-        arguments = _parsed(args.input, source, args.max_input_bytes)
-        result = rank(arguments)
+        result = _ranked(read_input(args.input, source, args.max_input_bytes), source)
     except (JsonTextError, InvalidArguments) as error:
         raise CliError(str(error)) from None
     write_stdout(render_json(result))
     return EXIT_OK
 
 
-def _parsed(name: str, source: str, limit: int) -> Any:
-    """The input's JSON value; its bytes are freed once decoded, its text once parsed, so the
-    peak is that of the text and the value together, as for `json.load`."""
-    from codescout_mcp.jsontext import decode_utf8, parse_json_text
+def _ranked(data: bytes, source: str) -> Any:
+    """The ranking of the arguments in `data`: a large input through the fast path when it is
+    sure of it (`fastpath`), anything else read and checked precisely. The precise path frees
+    the bytes once decoded and the text once parsed, so its peak is that of the text and the
+    value together, as for `json.load`."""
+    from codescout_mcp.fastpath import FAST_BYTES
 
-    text = decode_utf8(read_input(name, source, limit), source)
-    return parse_json_text(text, source)
+    if len(data) >= FAST_BYTES:
+        from codescout_mcp.fastpath import checked
+        from codescout_mcp.ranking import rank_checked
+
+        arguments = checked(data)
+        if arguments is not None:
+            del data
+            return rank_checked(arguments)
+    from codescout_mcp.jsontext import decode_utf8, parse_json_text
+    from codescout_mcp.ranking import rank
+
+    text = decode_utf8(data, source)
+    del data
+    value = parse_json_text(text, source)
+    del text
+    return rank(value)
 
 
 def render_json(value: dict[str, Any]) -> bytes:

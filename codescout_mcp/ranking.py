@@ -112,6 +112,13 @@ def ranked(hits: list[Hit], limit: int, *, has_integral_floats: bool) -> dict[st
     return {"results": results, "counts": {"hits": len(hits), "returned": len(results)}}
 
 
+def rank_checked(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Rank arguments already checked against the contract (by `fastpath`): integers only, no duplicates."""
+    from codescout_mcp.contract import DEFAULT_LIMIT
+
+    return ranked(arguments["hits"], arguments.get("limit", DEFAULT_LIMIT), has_integral_floats=False)
+
+
 def rank(arguments: object) -> dict[str, Any]:
     """Rank the hits in a tool arguments object; raise InvalidArguments if it breaks the contract.
 

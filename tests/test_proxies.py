@@ -196,8 +196,8 @@ def declared_too_long(port: int, length: int, context: ssl.SSLContext) -> int:
     return int(answer.split(b" ", 2)[1])
 
 
-def test_the_access_logs_hold_the_client_address_at_the_proxy_only(deployment: Deployment) -> None:
-    """codescout logs no client address (behind a proxy it would be the proxy's); the proxy's log has it."""
+def test_the_replicas_log_the_proxys_address_and_the_proxy_the_clients(deployment: Deployment) -> None:
+    """A replica believes no X-Forwarded-For unless told to (--forwarded-allow-ip): it logs its peer, the proxy."""
     status, _ = json_post(deployment.proxy.port, PING, tls=deployment.tls.client_context())
     assert status == 200
     proxy_lines = [line for line in deployment.proxy.access_log().splitlines() if "/mcp" in line and "POST" in line]
@@ -205,7 +205,8 @@ def test_the_access_logs_hold_the_client_address_at_the_proxy_only(deployment: D
     assert all("127.0.0.1" in line for line in proxy_lines)
     served = [line for replica in deployment.replicas for line in replica.log.splitlines() if "POST /mcp" in line]
     assert served
-    assert all(re.fullmatch(r"\S+ \S+ INFO codescout: POST /mcp -> \d{3} in [\d.]+ ms", line) for line in served)
+    pattern = r"\S+ \S+ INFO codescout: 127\.0\.0\.1:\d+ POST /mcp -> \d{3} in [\d.]+ ms"
+    assert all(re.fullmatch(pattern, line) for line in served), served
 
 
 @pytest.mark.parametrize("proxy", PROXIES)

@@ -16,6 +16,7 @@ import json
 import shutil
 import socket
 import ssl
+import struct
 import subprocess
 import threading
 import time
@@ -557,3 +558,127 @@ def test_a_stop_while_out_of_descriptors_prints_no_error_from_the_accept_retry()
         assert status == 0, log
         assert time.monotonic() - started > 1.2  # the retry had time to run
         assert "Traceback" not in log and "ValueError" not in log and "Exception in callback" not in log, log[-3000:]
+
+
+def test_a_stalled_tls_handshake_is_dropped_at_the_request_timeout(tmp_path: Path) -> None:
+    """asyncio would hold a handshake that never starts for 60 s, whatever --request-timeout says."""
+    _, cert, key = make_certificates(tmp_path)
+    running = RunningServer("--tls-certfile", str(cert), "--tls-keyfile", str(key), "--request-timeout", "2")
+    try:
+        sock = socket.create_connection(("127.0.0.1", running.port), timeout=30)
+        started = time.monotonic()
+        assert sock.recv(1) == b""  # the server gave up on the silent client and closed
+        assert time.monotonic() - started < 10
+        sock.close()
+    finally:
+        status, log = running.stop()
+    assert status == 0
+    assert "Traceback" not in log
+
+
+# --- the third hostile pass: 2026-07-28 bodies, repeated headers, trickles, a client that leaves -----
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (
+            b'{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"x": NaN}}',
+            {"code": -32700, "message": "Parse error: invalid JSON: NaN is not a JSON value"},
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "\xff"}}',
+            {"code": -32700, "message": "Parse error: not valid UTF-8 at byte offset 72"},
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": 9, "method": 5}',
+            {"code": -32600, "message": 'Invalid request: "method" must be a string'},
+        ),
+    ],
+)
+def test_a_2026_body_is_read_as_at_the_other_versions(
+    server: RunningServer, body: bytes, error: dict[str, Any]
+) -> None:
+    status, _, answer = server.request("POST", body, {"MCP-Protocol-Version": "2026-07-28"})
+    assert status == 400
+    reply = json.loads(answer)
+    assert reply["error"] == error
+    assert reply["id"] in (None, 7, 8, 9) and (reply["id"] is not None or error["code"] == -32700)
+
+
+@pytest.mark.parametrize("header", ["Origin", "Host", "Authorization", "MCP-Protocol-Version", "Content-Type"])
+def test_a_header_the_server_reads_given_twice_is_refused(server: RunningServer, header: str) -> None:
+    values = {
+        "Origin": ("http://localhost", "http://evil.example"),
+        "Host": ("localhost", "evil.example"),
+        "Authorization": ("Bearer a", "Bearer b"),
+        "MCP-Protocol-Version": ("2025-11-25", "2025-06-18"),
+        "Content-Type": ("application/json", "text/plain"),
+    }[header]
+    body = json.dumps(CALL).encode()
+    lines = [b"POST /mcp HTTP/1.1", b"Accept: application/json"]
+    if header != "Host":
+        lines.append(b"Host: localhost")
+    if header != "Content-Type":
+        lines.append(b"Content-Type: application/json")
+    lines += [f"{header}: {value}".encode() for value in values]
+    lines += [f"Content-Length: {len(body)}".encode(), b"Connection: close", b"", b""]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        sock.sendall(b"\r\n".join(lines) + body)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, text = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 "), head
+    if header != "Host":  # (two Hosts h11 refuses itself, before the Guard sees them)
+        assert text == f"Bad Request: the {header.lower()} header is given more than once\n".encode()
+
+
+def test_a_refused_body_that_trickles_is_cut_off_and_holds_no_slot() -> None:
+    """After a 413 the rest of the body is read and dropped for 2 s in all, not for as long as it trickles."""
+    running = RunningServer("--max-concurrent", "1", "--max-body-bytes", "1000", "--max-buffered-bytes", "2000")
+    try:
+        sock = socket.create_connection(("127.0.0.1", running.port), timeout=30)
+        sock.sendall(request_bytes(b"x" * 5000)[:-4990])  # declares 5,000 bytes: 413 at once
+        started = time.monotonic()
+        head = sock.recv(4096)
+        assert head.startswith(b"HTTP/1.1 413 "), head
+        assert running.call()[0] == 200  # the one slot is free while the refused body still trickles
+        closed = False
+        for _ in range(20):
+            try:
+                sock.sendall(b"x")
+                if sock.recv(4096) == b"":
+                    closed = True
+                    break
+            except OSError:
+                closed = True
+                break
+            time.sleep(0.5)
+        assert closed and time.monotonic() - started < 6, "the trickling body kept its connection"
+        sock.close()
+    finally:
+        status, _ = running.stop()
+    assert status == 0
+
+
+def test_a_batch_whose_client_left_is_served_no_further() -> None:
+    running = RunningServer("--log-level", "info")
+    try:
+        hits = [{"path": f"p/{i}", "matches": 1, "last_modified_days": 0} for i in range(12_000)]
+        call = {"name": "rank_search_results", "arguments": {"hits": hits, "limit": 1}}
+        members = [{"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": call} for n in range(25)]
+        body = json.dumps(members).encode()
+        sock = socket.create_connection(("127.0.0.1", running.port), timeout=30)
+        sock.sendall(request_bytes(body, version="2025-03-26"))
+        time.sleep(1.0)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # a reset: the client is gone
+        deadline = time.monotonic() + 60
+        while "the rest of the batch was not served" not in running.log and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert running.call()[0] == 200
+    finally:
+        status, log = running.stop()
+    assert status == 0
+    assert "a batch's client left; the rest of the batch was not served" in log

@@ -156,6 +156,13 @@ def test_a_batch_of_the_most_members_served_is_answered_whole() -> None:
 # --- a client that never reads ----------------------------------------------------------------------------
 
 
+def cpu_ticks(pid: int) -> int:
+    """The CPU time a process has used, user and system, in clock ticks (Linux's /proc)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
 @linux_only(PROC)
 def test_a_client_that_never_reads_its_answers_gets_no_more_of_them_made() -> None:
     server = subprocess.Popen(
@@ -180,10 +187,14 @@ def test_a_client_that_never_reads_its_answers_gets_no_more_of_them_made() -> No
     try:
         time.sleep(8)
         first = sent[0]
+        ticks = cpu_ticks(server.pid)
         time.sleep(4)
         assert sent[0] == first, "the server kept reading although no answer was read"
         assert first < 5_000
         assert peak_rss_mib(server.pid) < 400
+        # Waiting for the client costs nothing: the session sleeps until the writer says there is
+        # room (a poll every 5 ms would spend tens of ticks in these 4 s).
+        assert cpu_ticks(server.pid) - ticks <= 4
     finally:
         server.kill()
         server.wait()

@@ -1,10 +1,10 @@
-"""Real MCP hosts run codescout from the README's own snippets: Claude Code, Gemini CLI, Qwen Code, opencode, Codex.
+"""Real MCP hosts run codescout from the snippets of docs/hosts.md: Claude Code, Gemini CLI, Qwen Code, opencode, Codex.
 
 The hosts install from npm at the versions pinned in tests/hosts/package.json, into the
 checkout's .cache/hosts/ (keyed by that manifest), and run under the Node 22 of the other Node
 tools. Each run gets its own HOME and XDG folders, with the hosts' telemetry and updates off
 and a clean environment (no keys or settings of whoever runs the suite). The snippet is read
-out of README.md and only its command is swapped for the `codescout-mcp` installed beside this
+out of docs/hosts.md and only its command is swapped for the `codescout-mcp` installed beside this
 interpreter (and the example workspace path for a temporary git repository). A host that needs
 a model to run a turn gets tests/fakemodel.py on loopback: nothing here logs in or needs the
 network beyond loopback.
@@ -49,7 +49,7 @@ pytestmark = linux_only(
 
 MANIFEST = ROOT / "tests" / "hosts" / "package.json"
 CACHE = ROOT / ".cache" / "hosts"
-README_WORKSPACE = "/Users/me/src/project"  # the README's example of an absolute workspace path
+README_WORKSPACE = "/Users/me/src/project"  # docs/hosts.md's example of an absolute workspace path
 TIMEOUT = 120.0  # seconds for one host command: generous, since a busy machine slows every host
 PARALLEL = 4  # scenarios at once: each host mostly waits on its own child processes
 SLOWEST_FIRST = ["opencode", "gemini", "codex", "qwen", "claude"]  # hosts by their usual run time
@@ -173,7 +173,7 @@ def end_group(pid: int) -> None:
 
 
 def swapped(argv: list[str], workspace: Path | None = None) -> list[str]:
-    """The README's command with `uvx codescout-mcp` swapped for the installed server."""
+    """The snippet's command with `uvx codescout-mcp` swapped for the installed server."""
     assert argv[:2] == ["uvx", "codescout-mcp"], argv
     rest = [str(workspace) if workspace is not None and arg == README_WORKSPACE else arg for arg in argv[2:]]
     return [installed("codescout-mcp"), *rest]
@@ -229,9 +229,10 @@ def outcome(request: pytest.FixtureRequest, outcomes: dict[str, Future[dict[str,
 CLAUDE_ENV = {"DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
 
 
-def claude_add_args(line: str, workspace: Path | None = None) -> list[str]:
-    """`claude mcp add codescout -- uvx codescout-mcp ...` as arguments, the server swapped."""
-    words = shlex.split(line)
+def claude_add_args(line: str, workspace: Path | None = None, cwd: Path | None = None) -> list[str]:
+    """`claude mcp add codescout -- uvx codescout-mcp ...` as arguments, the server swapped, and
+    `"$PWD"` what the shell makes of it in `cwd` (where the line is run: the project's root)."""
+    words = [str(cwd) if word == "$PWD" and cwd is not None else word for word in shlex.split(line)]
     assert words[:5] == ["claude", "mcp", "add", "codescout", "--"], words
     return [*words[1:5], *swapped(words[5:], workspace)]
 
@@ -279,7 +280,7 @@ def assert_run(run: Run, stdout: str, stderr: str = "", returncode: int = 0) -> 
 def claude_code_sees_both_tools_and_calls_one_from_the_workspace_line(box: Sandbox) -> dict[str, Any]:
     language, line = workspace_snippet("Claude Code")
     assert language == "sh"
-    add = box.run("claude", *claude_add_args(line), env=CLAUDE_ENV)
+    add = box.run("claude", *claude_add_args(line, cwd=box.project), env=CLAUDE_ENV)
     with FakeModel("rank_workspace_hits", WORKSPACE_ARGUMENTS) as model:
         turn = box.run(
             "claude",
@@ -300,7 +301,7 @@ def test_claude_code_sees_both_tools_and_calls_one_from_the_workspace_line(outco
     box, exe, exchange = outcome["box"], installed("codescout-mcp"), outcome["exchange"]
     assert_run(
         outcome["add"],
-        f"Added stdio MCP server codescout with command: {exe} --workspace . to local config\n"
+        f"Added stdio MCP server codescout with command: {exe} --workspace {box.project} to local config\n"
         f"File modified: {box.home}/.claude.json [project: {box.project}]\n",
     )
     turn = outcome["turn"]
@@ -321,7 +322,7 @@ def claude_code_keeps_the_readme_header_variable_and_connects_over_http(box: San
     server = RunningServer(token=token)
     claude = box.hosts.bin("claude")
     try:
-        # The README's line run by a real shell (the variable set in it), against the test's server.
+        # The page's line run by a real shell (the variable set in it), against the test's server.
         line = remote_claude_code_line().replace("http://codescout.internal:8000/mcp", server.url)
         shell = {**box.env, **CLAUDE_ENV, "CODESCOUT_TOKEN": token, "PATH": f"{Path(claude).parent}:{box.env['PATH']}"}
         add = subprocess.run(
@@ -330,7 +331,7 @@ def claude_code_keeps_the_readme_header_variable_and_connects_over_http(box: San
         stored = json.loads((box.home / ".claude.json").read_text(encoding="utf-8"))
         connected = box.run("claude", "mcp", "get", "codescout", env={**CLAUDE_ENV, "CODESCOUT_TOKEN": token})
         refused = box.run("claude", "mcp", "get", "codescout", env={**CLAUDE_ENV, "CODESCOUT_TOKEN": "wrong"})
-        # Without the braces, as the README warns: Claude Code sends the text as it stands.
+        # Without the braces, as docs/hosts.md warns: Claude Code sends the text as it stands.
         unbraced = line.replace("${CODESCOUT_TOKEN}", "$CODESCOUT_TOKEN").replace(" codescout ", " bare ")
         subprocess.run(
             ["bash", "-c", unbraced], cwd=box.project, env=shell, capture_output=True, timeout=TIMEOUT, check=True
@@ -413,7 +414,7 @@ def json_snippet_with(snippet: tuple[str, str], workspace: Path | None = None) -
 
 
 def gemini_home_settings(box: Sandbox, *, trusted: bool) -> None:
-    """The README's user settings (command swapped) with the sandbox's, and the project's trust."""
+    """The page's user settings (command swapped) with the sandbox's, and the project's trust."""
     config = json_snippet_with(client_snippet("Gemini CLI"))
     box.write_json(box.home / ".gemini" / "settings.json", {**config, **GEMINI_SETTINGS})
     if trusted:
@@ -663,7 +664,7 @@ base_url = "http://127.0.0.1:9/v1"
 
 
 def codex_config(snippet: tuple[str, str], workspace: Path | None = None) -> str:
-    """The README's TOML with its command swapped, after the sandbox's own settings."""
+    """The page's TOML with its command swapped, after the sandbox's own settings."""
     language, body = snippet
     assert language == "toml"
     command, *args = swapped(snippet_argv("Codex CLI", language, body), workspace)

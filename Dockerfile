@@ -5,7 +5,7 @@
 #   docker run --rm -v "$PWD:/w" codescout rank --input /w/args.json # rank a mounted file
 #   docker run -i --rm -v "$PWD:/w:ro" codescout mcp --workspace /w   # MCP, with rank_workspace_hits
 #
-# As a shared HTTP service (streamable HTTP at /mcp; see the README's "Remote use"):
+# As a shared HTTP service (streamable HTTP at /mcp; see docs/http.md):
 #   docker run --rm -p 8000:8000 -e CODESCOUT_AUTH_TOKEN=change-me codescout \
 #     mcp --transport streamable-http --host 0.0.0.0 --allow-host localhost:8000
 #

@@ -11,7 +11,7 @@ Phase 2: more large calls than --max-concurrent at once, in two waves (the secon
 the first ends); a call refused with 503 is sent again after its Retry-After, within
 RETRY_FOR seconds. Reported: the first wave's first answers (how many 200, how many 503),
 every attempt's status (none may be lost or reset), how many calls were served in the end,
-and the server's peak RSS against the README's formula (`peak_budget_mib`) and against
+and the server's peak RSS against docs/http.md's formula (`peak_budget_mib`) and against
 1.5 GiB.
 Phase 3: the largest answers for the bytes: calls of tiny hits whose limit returns every
 hit, first the largest the limits admit alone, then as many smaller ones at once as the byte
@@ -41,7 +41,7 @@ from bench.bench import CODESCOUT, make_hits
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
-# The README's peak-memory formula ("Remote use"): the idle server plus, for each byte the
+# The peak-memory formula of docs/http.md: the idle server plus, for each byte the
 # budget (--max-buffered-bytes) admits, what serving it may cost at worst (tiny hits, every
 # one returned: the parsed hits, their copies, the results and the answer's text and bytes).
 IDLE_MIB = 80
@@ -51,7 +51,7 @@ RETRY_FOR = 300.0
 
 
 def peak_budget_mib(max_buffered_bytes: int) -> float:
-    """The most memory the README says the server may use with this --max-buffered-bytes."""
+    """The most memory docs/http.md says the server may use with this --max-buffered-bytes."""
     return IDLE_MIB + WORST_PER_MIB * max_buffered_bytes / 2**20
 
 

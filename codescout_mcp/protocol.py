@@ -1,7 +1,7 @@
 """What the server says of itself and which protocol versions it serves: plain data, no SDK.
 
-Kept apart from `server.py` so that the stdio transport can answer the handshake (from
-`handshake.json`, recorded from the SDK) before the SDK has finished importing.
+Kept apart from `server.py` so that the stdio transport's early answers (`stdio/early.py`,
+built from `catalog.py`) can name the versions before the SDK has finished importing.
 """
 
 from __future__ import annotations

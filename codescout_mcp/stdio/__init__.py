@@ -80,7 +80,14 @@ def serve_stdio(
     status = 0
     if outcome == "session":
         assert loader.session is not None
-        loader.session.serve(early.backlog, reader=reader, writer=writer, stopper=stopper, negotiated=early.negotiated)
+        loader.session.serve(
+            early.backlog,
+            reader=reader,
+            writer=writer,
+            stopper=stopper,
+            era=early.era,
+            direct_calls=early_answers,
+        )
     elif outcome == "failed":
         status = _unable_to_serve(loader.error, early, writer)
     writer.close(STOP_SECONDS if stopper.stopped.is_set() else DRAIN_SECONDS)

@@ -41,7 +41,16 @@ from codescout_mcp.jsonrpc import (
     check_envelope,
     encode,
 )
-from codescout_mcp.protocol import BATCH_VERSIONS, DISCOVERED_VERSIONS, MODERN_VERSIONS
+from codescout_mcp.protocol import BATCH_VERSIONS, DISCOVERED_VERSIONS
+from codescout_mcp.shapes import (
+    PROTOCOL_VERSION_KEY,
+    client_capabilities,
+    implementation,
+    is_str,
+    modern_meta,
+    optional,
+    request_meta,
+)
 from codescout_mcp.stdio.framing import Line, value_of
 from codescout_mcp.stdio.pipes import EOF
 
@@ -60,9 +69,6 @@ logger = logging.getLogger("codescout")
 EARLY_BACKLOG: Final = 64
 EARLY_BACKLOG_BYTES: Final = 64 * 1024 * 1024
 
-PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
-CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
-CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
 
 UNSERVED_LISTS: Final = frozenset({"prompts/list", "resources/list", "resources/templates/list"})
@@ -119,90 +125,22 @@ def invalid_params() -> dict[str, Any]:
     return {"code": INVALID_PARAMS, "message": "Invalid request parameters", "data": ""}
 
 
-# --- what the SDK is sure to take ---------------------------------------------------------------
-# Each check answers True only for a shape the SDK's models accept whatever else it holds
-# (unknown members are ignored there); False or None sends the request on to the SDK.
-
-
-def _is_str(value: object) -> bool:
-    return isinstance(value, str)
-
-
-def _optional(value: dict[str, Any], key: str, check: Any) -> bool:
-    return key not in value or check(value[key])
-
-
-def _objects(value: object, check: Any = None) -> bool:
-    """An object whose members are all objects (and pass `check`, if given)."""
-    return isinstance(value, dict) and all(
-        isinstance(member, dict) and (check is None or check(member)) for member in value.values()
-    )
-
-
-def _icon(value: object) -> bool:
-    return (
-        isinstance(value, dict)
-        and _is_str(value.get("src"))
-        and _optional(value, "mimeType", _is_str)
-        and _optional(value, "sizes", lambda sizes: isinstance(sizes, list) and all(map(_is_str, sizes)))
-        and _optional(value, "theme", lambda theme: theme in ("light", "dark"))
-    )
-
-
-def implementation(value: object) -> bool:
-    """A client's `Implementation`: a name and a version, and optional words and icons."""
-    return (
-        isinstance(value, dict)
-        and _is_str(value.get("name"))
-        and _is_str(value.get("version"))
-        and all(_optional(value, key, _is_str) for key in ("title", "description", "websiteUrl"))
-        and _optional(value, "icons", lambda icons: isinstance(icons, list) and all(map(_icon, icons)))
-    )
-
-
-def client_capabilities(value: object) -> bool:
-    """`ClientCapabilities` whose members are each the object the SDK's model expects."""
-    if not isinstance(value, dict):
-        return False
-    nested = ("sampling", "elicitation", "tasks")
-    return (
-        all(_optional(value, key, _objects) for key in ("experimental", "extensions"))
-        and all(_optional(value, key, lambda member: _objects(member) or member == {}) for key in nested)
-        and _optional(
-            value, "roots", lambda roots: isinstance(roots, dict) and _optional(roots, "listChanged", _is_bool)
-        )
-    )
-
-
-def _is_bool(value: object) -> bool:
-    return isinstance(value, bool)
-
-
-def _progress_token(value: object) -> bool:
-    return isinstance(value, str) or type(value) is int
-
-
-def request_meta(value: object) -> bool:
-    """A request's `_meta`: any object, with a string or integer progress token if it has one."""
-    return isinstance(value, dict) and _optional(value, "progressToken", _progress_token)
-
-
 def initialize_params(params: object) -> bool | None:
     """True for `initialize` params the SDK accepts, False for ones it refuses (-32602), None when unsure."""
     if not isinstance(params, dict):
         return None
     required = ("protocolVersion", "capabilities", "clientInfo")
-    if any(key not in params for key in required) or not _is_str(params["protocolVersion"]):
+    if any(key not in params for key in required) or not is_str(params["protocolVersion"]):
         return False
     if not isinstance(params["capabilities"], dict) or not isinstance(params["clientInfo"], dict):
         return False
     client = params["clientInfo"]
-    if not (_is_str(client.get("name")) and _is_str(client.get("version"))):
+    if not (is_str(client.get("name")) and is_str(client.get("version"))):
         return False
     sure = (
         implementation(client)
         and client_capabilities(params["capabilities"])
-        and _optional(params, "_meta", request_meta)
+        and optional(params, "_meta", request_meta)
     )
     return True if sure else None
 
@@ -213,19 +151,8 @@ def list_params(params: object, *, modern: bool) -> bool:
         return not modern
     if not isinstance(params, dict) or not set(params) <= {"_meta", "cursor"}:
         return False
-    return _optional(params, "cursor", _is_str) and (
-        _modern_meta(params.get("_meta")) if modern else _optional(params, "_meta", request_meta)
-    )
-
-
-def _modern_meta(meta: object) -> bool:
-    """A 2026-07-28 request's `_meta`: the served version, and a client and capabilities the SDK takes."""
-    return (
-        request_meta(meta)
-        and isinstance(meta, dict)
-        and meta.get(PROTOCOL_VERSION_KEY) in MODERN_VERSIONS
-        and implementation(meta.get(CLIENT_INFO_KEY))
-        and client_capabilities(meta.get(CLIENT_CAPABILITIES_KEY))
+    return optional(params, "cursor", is_str) and (
+        modern_meta(params.get("_meta")) if modern else optional(params, "_meta", request_meta)
     )
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 import logging
@@ -41,12 +42,14 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
+import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
+from codescout_mcp import direct
 from codescout_mcp.jsonrpc import (
     BLANK,
     INTERNAL_ERROR,
@@ -60,8 +63,8 @@ from codescout_mcp.jsonrpc import (
     to_message,
 )
 from codescout_mcp.protocol import BATCH_VERSIONS
-from codescout_mcp.server import build_server
-from codescout_mcp.stdio.early import Entry
+from codescout_mcp.server import build_server, in_worker
+from codescout_mcp.stdio.early import Entry, opens_modern
 from codescout_mcp.stdio.framing import Line, value_of
 from codescout_mcp.stdio.pipes import DRAIN_SECONDS, EOF, Reader, Stopper, Writer
 
@@ -83,10 +86,17 @@ class Session:
         self.server: Server[Any] = build_server(workspace=workspace)
 
     def serve(
-        self, backlog: list[Entry | object], *, reader: Reader, writer: Writer, stopper: Stopper, negotiated: str | None
+        self,
+        backlog: list[Entry | object],
+        *,
+        reader: Reader,
+        writer: Writer,
+        stopper: Stopper,
+        era: str | None,
+        direct_calls: bool = True,
     ) -> None:
         """Serve until stdin ends and every request is answered, the client leaves, or a signal."""
-        relay = _Relay(self.server, reader, writer, stopper, negotiated)
+        relay = _Relay(self.server, reader, writer, stopper, era=era, direct_calls=direct_calls)
         with contextlib.suppress(KeyboardInterrupt):
             anyio.run(relay.run, backlog)
 
@@ -139,24 +149,36 @@ class _Batch:
 class Pending:
     """One request handed to the SDK and not yet settled."""
 
-    __slots__ = ("batch", "client_id", "early", "handshake", "size")
+    __slots__ = ("batch", "client_id", "direct", "early", "handshake", "size")
 
     def __init__(self, client_id: RequestId, size: int, batch: _Batch | None, early: bytes | None) -> None:
         self.client_id = client_id
         self.size = size
         self.batch = batch
         self.early = early  # the answer already sent for it, if any
+        self.direct = False  # answered by `direct.py`, not handed to the SDK
         # For an `initialize` the SDK must answer: set once it has (what follows depends on it).
         self.handshake: anyio.Event | None = None
 
 
 class _Relay:
-    def __init__(self, server: Server[Any], reader: Reader, writer: Writer, stopper: Stopper, negotiated: str | None):
+    def __init__(
+        self,
+        server: Server[Any],
+        reader: Reader,
+        writer: Writer,
+        stopper: Stopper,
+        *,
+        era: str | None,
+        direct_calls: bool,
+    ):
         self.server = server
         self.reader = reader
         self.writer = writer
         self.stopper = stopper
-        self.negotiated = negotiated  # the protocol version the handshake settled on
+        # The protocol version the handshake settled on, once the relay has passed the
+        # `initialize` on (an early answer's, or the SDK's): what follows depends on it.
+        self.negotiated: str | None = None
         self.pending: dict[int, Pending] = {}  # by the session's own id, oldest first
         self.pending_bytes = 0
         self.input_ended = False
@@ -164,6 +186,9 @@ class _Relay:
         self.room = anyio.Event()
         self._ids = itertools.count(1)
         self._mismatch_told = False
+        self.era = era  # "handshake" or "modern", once the first request settled it
+        self.direct_calls = direct_calls
+        self.tasks: anyio.abc.TaskGroup | None = None
 
     async def run(self, backlog: list[Entry | object]) -> None:
         to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
@@ -172,6 +197,7 @@ class _Relay:
         loop = asyncio.get_running_loop()
         token = anyio.lowlevel.current_token()
         async with anyio.create_task_group() as tasks:
+            self.tasks = tasks
             scope = tasks.cancel_scope
 
             def cancel() -> None:
@@ -263,7 +289,15 @@ class _Relay:
                 check_batch(value)
                 await self._relay_batch(value, to_server, size)
                 return
-            message = to_message(value if checked and isinstance(value, dict) else check_envelope(value))
+            envelope = value if checked and isinstance(value, dict) else check_envelope(value)
+            if early is not None and envelope.get("method") == "initialize":
+                version = json.loads(early).get("result", {}).get("protocolVersion")
+                self.negotiated = version if isinstance(version, str) else self.negotiated
+            modern = self._era_of(envelope)
+            if early is None and modern is not None and direct.answerable(envelope, modern=modern):
+                await self._direct_call(envelope, modern, size)
+                return
+            message = to_message(envelope)
         except Refusal as refusal:
             self._refuse(refusal)
             return
@@ -271,6 +305,39 @@ class _Relay:
             logger.info("dropped a message: %s", error)
             return
         await self._relay(message, to_server, None, early=early, size=size)
+
+    def _era_of(self, envelope: dict[str, Any]) -> bool | None:
+        """For a request that may be answered directly: whether the session is at 2026-07-28 (True)
+        or an initialized handshake-era session (False); None when the SDK must answer it."""
+        if "id" not in envelope or "method" not in envelope:
+            return None
+        if self.era is None:
+            self.era = "modern" if opens_modern(envelope) else "handshake"
+        if not self.direct_calls:
+            return None
+        if self.era == "modern":
+            return True if opens_modern(envelope) else None
+        if self.negotiated is None or opens_modern(envelope):
+            return None  # not initialized yet, or an envelope this era refuses: the SDK says so
+        return False
+
+    async def _direct_call(self, envelope: dict[str, Any], modern: bool, size: int) -> None:
+        """A call of the ranking tool, answered by `direct.py` in a task of its own, as the SDK would."""
+        await self._wait_for_room(size)
+        internal = next(self._ids)
+        record = Pending(envelope["id"], size, None, None)
+        record.direct = True
+        self.pending[internal] = record
+        self.pending_bytes += size
+        assert self.tasks is not None
+        self.tasks.start_soon(self._serve_direct, internal, envelope, modern)
+
+    async def _serve_direct(self, internal: int, envelope: dict[str, Any], modern: bool) -> None:
+        work = functools.partial(direct.answer, envelope, modern=modern)
+        reply = await in_worker(work) if direct.size_of(envelope) > direct.OFFLOAD_HITS else work()
+        del envelope
+        if self._settle(internal) is not None:  # None: the client cancelled it
+            self.writer.send(encode(reply))
 
     async def _wait_for_room(self, size: int) -> None:
         """Wait until another request may be served: answers are read, requests pending few."""
@@ -336,6 +403,9 @@ class _Relay:
             None,
         )
         if internal is None:
+            return None
+        if self.pending[internal].direct:  # not the SDK's to cancel: settled now, its answer never sent
+            self._settle(internal)
             return None
         params["requestId"] = internal
         return message.model_copy(update={"params": params})

@@ -1,0 +1,92 @@
+"""Params of the shapes the SDK's models are sure to accept, checked without the SDK.
+
+Each check answers True only for a shape the SDK's models (mcp-types) accept whatever else it
+holds (they ignore unknown members); False sends the message on to the SDK, which says what
+is wrong with it. Used where codescout answers for the SDK: the first requests of a session
+(`stdio/early.py`) and the ranking tool's calls (`direct.py`). Standard library only.
+"""
+
+from __future__ import annotations
+
+from codescout_mcp.protocol import MODERN_VERSIONS
+
+# Typing names are for the checker only: importing typing costs start-up time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
+
+PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
+CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
+CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
+
+
+def is_str(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def optional(value: dict[str, Any], key: str, check: Any) -> bool:
+    return key not in value or check(value[key])
+
+
+def _objects(value: object, check: Any = None) -> bool:
+    """An object whose members are all objects (and pass `check`, if given)."""
+    return isinstance(value, dict) and all(
+        isinstance(member, dict) and (check is None or check(member)) for member in value.values()
+    )
+
+
+def _icon(value: object) -> bool:
+    return (
+        isinstance(value, dict)
+        and is_str(value.get("src"))
+        and optional(value, "mimeType", is_str)
+        and optional(value, "sizes", lambda sizes: isinstance(sizes, list) and all(map(is_str, sizes)))
+        and optional(value, "theme", lambda theme: theme in ("light", "dark"))
+    )
+
+
+def implementation(value: object) -> bool:
+    """A client's `Implementation`: a name and a version, and optional words and icons."""
+    return (
+        isinstance(value, dict)
+        and is_str(value.get("name"))
+        and is_str(value.get("version"))
+        and all(optional(value, key, is_str) for key in ("title", "description", "websiteUrl"))
+        and optional(value, "icons", lambda icons: isinstance(icons, list) and all(map(_icon, icons)))
+    )
+
+
+def client_capabilities(value: object) -> bool:
+    """`ClientCapabilities` whose members are each the object the SDK's model expects."""
+    if not isinstance(value, dict):
+        return False
+    nested = ("sampling", "elicitation", "tasks")
+    return (
+        all(optional(value, key, _objects) for key in ("experimental", "extensions"))
+        and all(optional(value, key, lambda member: _objects(member) or member == {}) for key in nested)
+        and optional(value, "roots", lambda roots: isinstance(roots, dict) and optional(roots, "listChanged", _is_bool))
+    )
+
+
+def _is_bool(value: object) -> bool:
+    return isinstance(value, bool)
+
+
+def _progress_token(value: object) -> bool:
+    return isinstance(value, str) or type(value) is int
+
+
+def request_meta(value: object) -> bool:
+    """A request's `_meta`: any object, with a string or integer progress token if it has one."""
+    return isinstance(value, dict) and optional(value, "progressToken", _progress_token)
+
+
+def modern_meta(meta: object) -> bool:
+    """A 2026-07-28 request's `_meta`: the served version, and a client and capabilities the SDK takes."""
+    return (
+        request_meta(meta)
+        and isinstance(meta, dict)
+        and meta.get(PROTOCOL_VERSION_KEY) in MODERN_VERSIONS
+        and implementation(meta.get(CLIENT_INFO_KEY))
+        and client_capabilities(meta.get(CLIENT_CAPABILITIES_KEY))
+    )

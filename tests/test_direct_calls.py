@@ -1,0 +1,288 @@
+"""Calls of rank_search_results answered by codescout itself (`direct.py`) against the SDK's own answers.
+
+In process, each call goes once to `direct.answer` and once to the SDK's `Server` on memory
+streams, after the same opening (a handshake at each version, or none at 2026-07-28), and the
+two answers must be equal as JSON: for every contract vector, for tool errors, for each
+`_meta` the call may carry, and for generated calls whenever `direct.answerable` takes them.
+Through the stdio server as a subprocess: such calls are answered (with early answers off the
+SDK answers the same bytes' JSON), a cancelled one is never answered, and what `direct.py`
+does not take (another tool, a call before the handshake, a batch) is still the SDK's.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mcp.shared.message import SessionMessage
+
+from codescout_mcp import direct
+from codescout_mcp.jsonrpc import check_envelope, encode, to_message
+from codescout_mcp.server import build_server
+from tests.helpers import ROOT
+
+VECTORS = sorted((ROOT / "tests" / "vectors").glob("*.json"))
+HANDSHAKE_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+HITS = [
+    {"path": "a.py", "matches": 3, "last_modified_days": 1, "owner": "ann"},
+    {"path": "b.py", "matches": 1, "last_modified_days": 40},
+]
+
+
+def opening(version: str | None) -> list[dict[str, Any]]:
+    """What a client sends before its first call: a handshake at `version`, or nothing (2026-07-28)."""
+    if version is None:
+        return []
+    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    return [
+        {"jsonrpc": "2.0", "id": "open", "method": "initialize", "params": params},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+
+
+def call(rid: Any, params: dict[str, Any], version: str | None) -> dict[str, Any]:
+    if version is None:
+        params = {**params, "_meta": {**MODERN_META, **params.get("_meta", {})}}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+def sdk_answers(version: str | None, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The SDK's answers to `calls` after the opening for `version`, in the order of `calls`."""
+    wanted = {json.dumps(c["id"]) for c in calls}
+    answers: dict[str, dict[str, Any]] = {}
+
+    async def run() -> None:
+        server = build_server()
+        to_server, reads = anyio.create_memory_object_stream[SessionMessage | Exception](64)
+        writes, from_server = anyio.create_memory_object_stream[SessionMessage](64)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(server.run, reads, writes, server.create_initialization_options())
+            for message in opening(version) + calls:
+                await to_server.send(SessionMessage(to_message(check_envelope(message))))
+            with anyio.fail_after(60):
+                while len(answers) < len(wanted):
+                    item = await from_server.receive()
+                    dumped = item.message.model_dump(by_alias=True, exclude_unset=True, mode="json")
+                    answer = json.loads(encode(dumped))
+                    if json.dumps(answer.get("id")) in wanted:
+                        answers[json.dumps(answer["id"])] = answer
+            tasks.cancel_scope.cancel()
+
+    anyio.run(run)
+    return [answers[json.dumps(c["id"])] for c in calls]
+
+
+def direct_answers(version: str | None, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    found = []
+    for message in calls:
+        envelope = check_envelope(json.loads(json.dumps(message)))
+        assert direct.answerable(envelope, modern=version is None), message
+        found.append(json.loads(encode(direct.answer(envelope, modern=version is None))))
+    return found
+
+
+def vector_calls() -> list[dict[str, Any]]:
+    calls = []
+    for index, path in enumerate(VECTORS):
+        arguments = json.loads(path.read_text(encoding="utf-8"))["arguments"]
+        if not isinstance(arguments, dict):
+            continue  # arguments that are not an object: the SDK's to refuse
+        calls.append({"name": "rank_search_results", "arguments": arguments, "_index": index})
+    return calls
+
+
+ERRORS: list[Any] = [
+    {},
+    {"hits": []},
+    {"hits": "x"},
+    {"hits": [{"path": "a", "matches": -1}]},
+    {"hits": HITS, "limit": 0},
+    {"hits": HITS, "limit": True},
+    {"hits": HITS, "extra": 1},
+    {"hits": [{"path": "a", "matches": 1}, {"path": "a", "matches": 2}]},
+    {"hits": [{"path": "\ud800", "matches": 1}]},
+]
+METAS: list[Any] = [
+    None,
+    {},
+    {"progressToken": 1},
+    {"progressToken": "p"},
+    {"progressToken": "p", "other": {"x": [1]}},
+]
+
+
+def params_of(arguments: Any, meta: Any = None, *, with_arguments: bool = True) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": "rank_search_results"}
+    if with_arguments:
+        params["arguments"] = arguments
+    if meta is not None:
+        params["_meta"] = meta
+    return params
+
+
+@pytest.mark.parametrize("version", [*HANDSHAKE_VERSIONS, None], ids=lambda v: v or "2026-07-28")
+def test_direct_answers_are_the_sdks(version: str | None) -> None:
+    calls = [call(n, {k: v for k, v in c.items() if k != "_index"}, version) for n, c in enumerate(vector_calls())]
+    base = len(calls)
+    calls += [call(base + n, params_of(arguments), version) for n, arguments in enumerate(ERRORS)]
+    base = len(calls)
+    calls += [call(base + n, params_of({"hits": HITS}, meta), version) for n, meta in enumerate(METAS)]
+    calls.append(call("no-arguments", params_of(None, with_arguments=False), version))
+    calls.append(call("string-id", params_of({"hits": HITS, "limit": 1}), version))
+    assert direct_answers(version, calls) == sdk_answers(version, calls)
+
+
+def test_a_large_call_is_answered_as_the_sdk_does() -> None:
+    hits = [{"path": f"src/{n:06}.py", "matches": 1 + n % 17, "last_modified_days": n % 400} for n in range(6_000)]
+    calls = [call(1, params_of({"hits": hits, "limit": 100}), "2025-11-25")]
+    assert direct_answers("2025-11-25", calls) == sdk_answers("2025-11-25", calls)
+
+
+def test_what_direct_does_not_vouch_for_is_left_to_the_sdk() -> None:
+    def taken(params: Any, *, modern: bool = False, method: str = "tools/call", with_id: bool = True) -> bool:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+        if with_id:
+            message["id"] = 1
+        return direct.answerable(message, modern=modern)
+
+    good = params_of({"hits": HITS})
+    assert taken(good)
+    assert not taken(good, with_id=False)
+    assert not taken(good, method="tools/list")
+    assert not taken({**good, "name": "rank_workspace_hits"})
+    assert not taken({**good, "name": 5})
+    assert not taken({**good, "task": {}})
+    assert not taken({**good, "arguments": [1]})
+    assert not taken({**good, "arguments": None})
+    assert not taken({**good, "_meta": {"progressToken": 1.5}})
+    assert not taken({**good, "_meta": {"progressToken": True}})
+    assert not taken({**good, "_meta": 3})
+    assert not taken(None)
+    assert not taken(good, modern=True)  # no envelope: the SDK refuses it on a 2026-07-28 connection
+    assert taken({**good, "_meta": MODERN_META}, modern=True)
+    bad_version = {**MODERN_META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}
+    assert not taken({**good, "_meta": bad_version}, modern=True)
+    no_info = {k: v for k, v in MODERN_META.items() if "clientInfo" not in k}
+    assert not taken({**good, "_meta": no_info}, modern=True)
+
+
+JSON_LEAF = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=4)
+JSON = st.recursive(
+    JSON_LEAF,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+META_KEYS = st.sampled_from(["progressToken", "other", *MODERN_META])
+METAS_ANY = st.dictionaries(META_KEYS, JSON | st.sampled_from(list(MODERN_META.values())), max_size=4)
+HIT = st.fixed_dictionaries(
+    {"path": st.sampled_from(["a", "b", "c/d.py", "é"]), "matches": st.integers(-1, 5)},
+    optional={"last_modified_days": st.integers(-1, 500) | st.floats(0, 9), "owner": st.none() | st.text(max_size=3)},
+)
+ARGUMENTS = st.fixed_dictionaries(
+    {"hits": st.lists(HIT, max_size=4) | JSON}, optional={"limit": st.integers(-1, 5) | JSON, "x": JSON}
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    era=st.sampled_from([*HANDSHAKE_VERSIONS, None]),
+    arguments=ARGUMENTS | JSON,
+    meta=st.none() | METAS_ANY,
+)
+def test_whatever_direct_takes_it_answers_as_the_sdk(era: str | None, arguments: Any, meta: Any) -> None:
+    if era is None:  # the envelope, with whatever was generated over it
+        meta = {**MODERN_META, **(meta or {})}
+    message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params_of(arguments, meta)}
+    if not direct.answerable(check_envelope(json.loads(json.dumps(message))), modern=era is None):
+        return
+    assert direct_answers(era, [message]) == sdk_answers(era, [message])
+
+
+# --- through the stdio server -------------------------------------------------------------------
+
+SERVE_WITHOUT_DIRECT = (
+    "import sys\nfrom codescout_mcp.stdio import serve_stdio\nsys.exit(serve_stdio(early_answers=False))\n"
+)
+
+
+def converse(lines: list[dict[str, Any]], *, ours: bool = True, timeout: float = 60) -> list[dict[str, Any]]:
+    argv = [sys.executable, "-m", "codescout_mcp", "mcp"] if ours else [sys.executable, "-c", SERVE_WITHOUT_DIRECT]
+    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    done = subprocess.run(argv, input=data, capture_output=True, timeout=timeout, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"Traceback" not in done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def by_id(answers: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {json.dumps(answer["id"]): answer for answer in answers}
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-11-25", None], ids=lambda v: v or "2026-07-28")
+def test_the_stdio_server_answers_calls_as_the_sdk_would(version: str | None) -> None:
+    lines = [
+        *opening(version),
+        call(1, params_of({"hits": HITS}), version),
+        call(2, params_of({"hits": []}), version),
+        call(3, {"name": "nope", "arguments": {}}, version),
+        call(4, params_of({"hits": HITS}, {"progressToken": "t"}), version),
+    ]
+    ours, theirs = by_id(converse(lines)), by_id(converse(lines, ours=False))
+    assert ours == theirs
+    assert set(ours) >= {"1", "2", "3", "4"}
+    assert ours["1"]["result"]["isError"] is False
+    assert ours["2"]["result"]["isError"] is True
+
+
+def test_a_call_before_the_handshake_is_the_sdks_to_refuse() -> None:
+    lines = [call(1, params_of({"hits": HITS}), "2025-11-25"), *opening("2025-11-25")]
+    ours, theirs = by_id(converse(lines)), by_id(converse(lines, ours=False))
+    assert ours == theirs
+    assert "error" in ours["1"]
+
+
+def big_hits(count: int) -> list[dict[str, Any]]:
+    return [{"path": f"src/{n:07}.py", "matches": 1 + n % 9, "last_modified_days": n % 300} for n in range(count)]
+
+
+def test_a_cancelled_direct_call_is_not_answered_and_the_session_goes_on() -> None:
+    lines = [
+        *opening("2025-11-25"),
+        call(2, params_of({"hits": big_hits(150_000), "limit": 3}), "2025-11-25"),
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+        call(4, params_of({"hits": HITS}), "2025-11-25"),
+    ]
+    answers = by_id(converse(lines))
+    assert set(answers) == {'"open"', "3", "4"}
+    assert answers["4"]["result"]["structuredContent"]["counts"] == {"hits": 2, "returned": 2}
+
+
+def test_a_cancel_naming_another_id_leaves_a_direct_call_answered() -> None:
+    lines = [
+        *opening("2025-11-25"),
+        call(2, params_of({"hits": big_hits(20_000), "limit": 3}), "2025-11-25"),
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "2"}},
+    ]
+    answers = by_id(converse(lines))
+    assert answers["2"]["result"]["structuredContent"]["counts"] == {"hits": 20_000, "returned": 3}
+
+
+def test_many_large_direct_calls_at_once_are_each_answered(tmp_path: Path) -> None:
+    hits = big_hits(8_000)
+    lines = [*opening("2025-11-25")] + [call(n, params_of({"hits": hits, "limit": 1}), "2025-11-25") for n in range(12)]
+    answers = by_id(converse(lines))
+    assert set(answers) == {'"open"', *map(str, range(12))}
+    assert all(answers[str(n)]["result"]["structuredContent"]["counts"]["hits"] == 8_000 for n in range(12))

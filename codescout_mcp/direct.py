@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("codescout")
 
 SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
-# Calls with more hits than this are ranked in a worker thread (`server.OFFLOAD_HITS` too).
-OFFLOAD_HITS: Final = 5_000
 
 
 def answerable(message: dict[str, Any], *, modern: bool) -> bool:
@@ -49,7 +47,7 @@ def answerable(message: dict[str, Any], *, modern: bool) -> bool:
 
 
 def size_of(message: dict[str, Any]) -> int:
-    """How many hits a call holds (for choosing where to rank it)."""
+    """How many hits an answerable call holds (for choosing where to rank it)."""
     hits = message["params"].get("arguments", {}).get("hits")
     return len(hits) if isinstance(hits, list) else 0
 

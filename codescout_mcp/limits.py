@@ -31,6 +31,10 @@ SHUTDOWN_TIMEOUT: Final = 10.0
 KEEP_ALIVE_TIMEOUT: Final = 5.0
 LOG_LEVEL: Final = "warning"
 
+# Ranking is CPU work: a call of more hits than this is ranked in a worker thread, so that the
+# event loop keeps answering pings and reading other requests while it runs.
+OFFLOAD_HITS: Final = 5_000
+
 
 def in_words(size: int) -> str:
     """A byte count as the help text gives it: exact, and in MiB when it is a whole number of them."""

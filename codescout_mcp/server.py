@@ -1,7 +1,7 @@
 """The MCP server: the tool `rank_search_results` (and, with a workspace, `rank_workspace_hits`).
 
-This module defines what the server offers; the transports that carry it are `stdio.py`
-and `remote.py`. The handler checks arguments itself (the SDK's low-level Server does
+This module defines what the server offers; the transports that carry it are `stdio/` and
+`http/`. The handler checks arguments itself (the SDK's low-level Server does
 not): it calls the same `rank` the CLI calls, and turns InvalidArguments into a tool error
 the model can read.
 """
@@ -12,6 +12,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anyio
@@ -21,8 +22,9 @@ from mcp.server.caching import CacheHint
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from codescout_mcp import catalog
+from codescout_mcp import catalog, direct
 from codescout_mcp.contract import TOOL_NAME
+from codescout_mcp.limits import OFFLOAD_HITS
 from codescout_mcp.protocol import DISCOVERED_VERSIONS, SERVED_PROTOCOL_VERSIONS
 from codescout_mcp.ranking import rank
 from codescout_mcp.results import tool_error, tool_result
@@ -39,9 +41,6 @@ WORKSPACE_TOOL: Final = types.Tool.model_validate(catalog.WORKSPACE_TOOL, by_nam
 TOOLS_LIST_CACHE: Final = CacheHint(ttl_ms=catalog.TOOLS_LIST_TTL_MS, scope=catalog.TOOLS_LIST_CACHE_SCOPE)
 
 
-# Ranking is CPU work. Large calls go to a worker thread so the event loop keeps answering
-# pings and reading other requests while they run.
-OFFLOAD_HITS: Final = 5_000
 # rank_workspace_hits answers this many paths on the loop when no git process is needed.
 WORKSPACE_INLINE_HITS: Final = 1_000
 
@@ -79,6 +78,13 @@ async def in_worker(function: Callable[..., T], *args: object) -> T:
         raise box["error"]
     value: T = box["value"]
     return value
+
+
+async def direct_answer(envelope: dict[str, Any], *, modern: bool) -> dict[str, Any]:
+    """`direct.answer` for a call `direct.answerable` took, in a worker thread when it is large."""
+    if direct.size_of(envelope) > OFFLOAD_HITS:
+        return await in_worker(partial(direct.answer, envelope, modern=modern))
+    return direct.answer(envelope, modern=modern)
 
 
 class Tools:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,11 @@ from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
 from codescout_mcp import direct
+from codescout_mcp.http.exchange import encoded, exchange
 from codescout_mcp.jsonrpc import check_envelope, encode, to_message
 from codescout_mcp.server import build_server
 from tests.helpers import ROOT
+from tests.httpserver import RunningServer, serving
 
 VECTORS = sorted((ROOT / "tests" / "vectors").glob("*.json"))
 HANDSHAKE_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
@@ -286,3 +289,62 @@ def test_many_large_direct_calls_at_once_are_each_answered(tmp_path: Path) -> No
     answers = by_id(converse(lines))
     assert set(answers) == {'"open"', *map(str, range(12))}
     assert all(answers[str(n)]["result"]["structuredContent"]["counts"]["hits"] == 8_000 for n in range(12))
+
+
+# --- through the HTTP server --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[RunningServer]:
+    yield from serving()
+
+
+def http_calls() -> list[dict[str, Any]]:
+    return [
+        call(1, params_of({"hits": HITS}), "2025-11-25"),
+        call(2, params_of({"hits": [{"path": "a", "matches": 0}]}), "2025-11-25"),
+        call("three", params_of({"hits": HITS, "limit": 1}, {"progressToken": 9}), "2025-11-25"),
+        call(4, params_of({"hits": [{"path": "\ud800", "matches": 1, "last_modified_days": 0}]}), "2025-11-25"),
+        call(5, params_of({"hits": big_hits(6_000), "limit": 2}), "2025-11-25"),
+        call(6, {"name": "nope", "arguments": {}}, "2025-11-25"),
+    ]
+
+
+def exchanged(version: str, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the SDK answers each call over HTTP at `version` (`http/exchange.py`'s way to it)."""
+
+    async def run() -> list[dict[str, Any]]:
+        server = build_server()
+        found = []
+        for message in calls:
+            answer = await exchange(server, to_message(check_envelope(json.loads(json.dumps(message)))), version)
+            assert answer is not None
+            found.append(json.loads(encoded(answer)))
+        return found
+
+    return anyio.run(run)
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18", "2025-11-25"])
+def test_the_http_server_answers_each_call_as_the_sdk_does(http_server: RunningServer, version: str) -> None:
+    calls = http_calls()
+    expected = exchanged(version, calls)
+    for message, wanted in zip(calls, expected, strict=True):
+        status, body = http_server.post(encode(message), {"MCP-Protocol-Version": version})
+        assert status == 200, body
+        assert json.loads(body) == wanted
+
+
+def test_the_http_server_answers_a_batch_of_calls_as_the_sdk_does(http_server: RunningServer) -> None:
+    calls = http_calls()
+    status, body = http_server.post(encode(calls), {"MCP-Protocol-Version": "2025-03-26"})
+    assert status == 200, body
+    assert json.loads(body) == exchanged("2025-03-26", calls)
+
+
+def test_an_enveloped_call_at_a_handshake_version_is_left_to_the_sdk(http_server: RunningServer) -> None:
+    """Over HTTP the SDK's stateless path takes such a call (stdio's refuses it): the SDK decides."""
+    message = call(1, params_of({"hits": HITS}, MODERN_META), "2025-11-25")
+    assert not direct.answerable(message, modern=False)
+    _, body = http_server.post(encode(message))
+    assert json.loads(body) == exchanged("2025-11-25", [message])[0]

@@ -34,6 +34,7 @@ from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp.shared.transport_context import TransportContext
 
+from codescout_mcp import direct
 from codescout_mcp.http.budget import Held
 from codescout_mcp.jsonrpc import (
     INTERNAL_ERROR,
@@ -45,6 +46,7 @@ from codescout_mcp.jsonrpc import (
     encode,
     to_message,
 )
+from codescout_mcp.server import direct_answer
 
 # What the SDK's stateless transport tells handlers: streamable HTTP, and no way to send the
 # client a request (a JSON answer has room for one reply, and there is no session to reply on).
@@ -151,9 +153,12 @@ async def _batch_member(
     server: Server[Any], member: object, version: str, seen: set[tuple[type, RequestId]]
 ) -> dict[str, Any] | None:
     try:
-        message = to_message(check_envelope(member, in_batch=True))
-        if isinstance(message, types.JSONRPCRequest):
-            check_unique_id(message.id, seen)
+        envelope = check_envelope(member, in_batch=True)
+        if "id" in envelope and "method" in envelope:
+            check_unique_id(envelope["id"], seen)
+        if direct.answerable(envelope, modern=False):
+            return await direct_answer(envelope, modern=False)
+        message = to_message(envelope)
     except Refusal as refusal:
         return refusal.as_dict()
     except Unanswerable:

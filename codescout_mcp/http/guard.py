@@ -47,6 +47,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
+from codescout_mcp import direct
 from codescout_mcp.http.access import CORS_MAX_AGE, Allowed, bearer_token, cors_headers
 from codescout_mcp.http.asgi import (
     BUFFERS_FULL,
@@ -82,6 +83,7 @@ from codescout_mcp.jsonrpc import (
     to_message,
 )
 from codescout_mcp.protocol import BATCH_VERSIONS, HANDSHAKE_VERSIONS, SERVED_PROTOCOL_VERSIONS
+from codescout_mcp.server import direct_answer
 
 logger = logging.getLogger("codescout")
 
@@ -306,19 +308,27 @@ class Guard:
             await self._serve_batch(value, version, receive, send)
             return
         try:
-            message = to_message(check_envelope(value))
+            envelope = check_envelope(value)
+            del value
+            # A well-formed call of the ranking tool: answered as the SDK would, without its copies.
+            message = None if direct.answerable(envelope, modern=False) else to_message(envelope)
         except Refusal as refusal:
             await respond(send, 400, refusal.reply(), json_body=True)
             return
         except Unanswerable:
             await respond(send, 400, MALFORMED_RESPONSE)
             return
-        del value
         if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
             await respond(send, 202, b"")  # a response to a request this server never sends: nothing to do
             return
-        answer = await exchange(self.server, message, version)
-        del message  # the call's arguments: no longer needed while the answer is written
+        # The call's arguments go before its answer is written.
+        if message is None:
+            answer: dict[str, Any] | None = await direct_answer(envelope, modern=False)
+            del envelope
+        else:
+            del envelope
+            answer = await exchange(self.server, message, version)
+        del message
         if answer is None:
             await respond(send, 202, b"")
             return

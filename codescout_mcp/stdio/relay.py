@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import itertools
 import json
 import logging
@@ -63,7 +62,7 @@ from codescout_mcp.jsonrpc import (
     to_message,
 )
 from codescout_mcp.protocol import BATCH_VERSIONS
-from codescout_mcp.server import build_server, in_worker
+from codescout_mcp.server import build_server, direct_answer
 from codescout_mcp.stdio.early import Entry, opens_modern
 from codescout_mcp.stdio.framing import Line, value_of
 from codescout_mcp.stdio.pipes import DRAIN_SECONDS, EOF, Reader, Stopper, Writer
@@ -333,8 +332,7 @@ class _Relay:
         self.tasks.start_soon(self._serve_direct, internal, envelope, modern)
 
     async def _serve_direct(self, internal: int, envelope: dict[str, Any], modern: bool) -> None:
-        work = functools.partial(direct.answer, envelope, modern=modern)
-        reply = await in_worker(work) if direct.size_of(envelope) > direct.OFFLOAD_HITS else work()
+        reply = await direct_answer(envelope, modern=modern)
         del envelope
         if self._settle(internal) is not None:  # None: the client cancelled it
             self.writer.send(encode(reply))

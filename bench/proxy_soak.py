@@ -27,7 +27,6 @@ import collections
 import http.client
 import json
 import re
-import signal
 import ssl
 import statistics
 import sys
@@ -188,7 +187,7 @@ def faults(killed: RunningServer, stopped: RunningServer, seconds: float, outcom
         started = time.monotonic()
         time.sleep(seconds / 3)
         outcome.killed_at = time.monotonic() - started
-        killed.proc.send_signal(signal.SIGKILL)
+        killed.proc.kill()  # SIGKILL
         killed.proc.wait()
         time.sleep(max(0.0, started + 2 * seconds / 3 - time.monotonic()))
         outcome.stopped_at = time.monotonic() - started

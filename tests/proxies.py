@@ -18,6 +18,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -181,7 +182,8 @@ class RunningProxy:
         env = {**os.environ, "HOME": str(folder), "XDG_DATA_HOME": str(folder), "XDG_CONFIG_HOME": str(folder)}
         if proxy == "nginx":
             (folder / "site.conf").write_text(config, encoding="utf-8")
-            user = "user root;\n" if os.geteuid() == 0 else ""  # workers as root may write the temp folders here
+            # workers as root may write the temp folders here
+            user = "user root;\n" if sys.platform != "win32" and os.geteuid() == 0 else ""
             (folder / "nginx.conf").write_text(NGINX_MAIN.format(user=user, folder=folder), encoding="utf-8")
             argv = [command, "-p", str(folder), "-e", str(folder / "error.log"), "-c", str(folder / "nginx.conf")]
         elif proxy == "caddy":

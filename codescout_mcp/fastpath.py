@@ -1,19 +1,27 @@
-"""Large arguments read and checked in one pass by pydantic-core: fast when valid, precise when not.
+"""Large arguments parsed by pydantic-core: fast when sure, precise when not.
 
-`jsontext` reads JSON as JSON.parse does and `validate` then checks it; on a million hits that is
-two passes over a million Python objects (about 1.6 times what `json.load` alone takes).
-pydantic-core, which the SDK already depends on (Rust, wheels for every platform), parses and
-checks in one pass from the bytes. It is used only where its answer is sure to be the same:
+`jsontext` reads JSON as JSON.parse does (lone surrogates, integers of any length, a located
+error for every flaw), in Python: on a million hits that parse is most of `codescout rank`'s
+time. pydantic-core, which the SDK already depends on (Rust, wheels for every platform),
+parses the same text faster than `json` and, caching keys as `json` does, in no more memory.
+Its values then go through the contract's own compiled accept path (`validate.RANK_CHECKER`),
+which takes exactly the values the precise path would take. pydantic-core is used only where
+its values are sure to be the ones `jsontext` would give:
 
-* its checker is derived from the contract's input schema (`contract.INPUT_SCHEMA`), not
-  written again: `core_schema_of` translates the schema's keywords and refuses any it does not
-  know, so a change to the schema cannot leave this path behind;
-* it takes no float for an integer, no integer of more than MAX_INTEGER_DIGITS digits, no
-  NaN or Infinity anywhere (not even in a field nobody reads, which pydantic would let pass),
-  no byte-order mark, no lone surrogate: inputs holding any of them, any input it refuses, and
-  any input with a path given twice go to the precise path (`None` here), which reads them
-  exactly as before and says where they are wrong;
+* it refuses, so the precise path reads and describes: a lone surrogate, an integer past
+  Python's digit limit, NaN and Infinity (`allow_inf_nan=False`), invalid UTF-8, and
+  anything else JSON.parse would not take; a byte-order mark is left to the precise path here;
+* the accept path refuses anything the contract refuses (an integer of more than
+  MAX_INTEGER_DIGITS digits too, a path given twice), and then the precise path says where;
 * duplicate keys keep the last value, as JSON.parse and `json` do.
+
+Its validators were measured too: they build a tree of their own before the Python values
+(about 40% more peak memory) and their integer bounds cost a second on a million hits.
+
+Memory: Rust cannot fail an allocation gracefully. Past a memory cap (`ulimit -v`, RLIMIT_AS or
+RLIMIT_DATA) pydantic-core panics and the process aborts or hangs, where the precise path raises
+MemoryError and `codescout rank` says "not enough memory". So the fast path is taken only when
+the cap, if any, leaves ROOM_FACTOR times the input's size free (its peak is about five times).
 
 The suite holds the two paths to the same answer and the same error on generated and mutated
 inputs (tests/test_fastpath.py). Only inputs of FAST_BYTES or more come here: importing
@@ -24,68 +32,58 @@ from __future__ import annotations
 
 import codecs
 
-from codescout_mcp.contract import INPUT_SCHEMA, MAX_INTEGER_DIGITS
-
 # Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Final
+    from typing import Final
 
-    from pydantic_core import SchemaValidator
+    from codescout_mcp.validate import Arguments
 
 FAST_BYTES: Final = 8 << 20
-# Below this in magnitude an integer has at most MAX_INTEGER_DIGITS digits.
-_DIGITS_BOUND: Final = 10**MAX_INTEGER_DIGITS
-
-_validator: SchemaValidator | None = None
+ROOM_FACTOR: Final = 8
 
 
-def core_schema_of(schema: dict[str, Any]) -> Any:
-    """The pydantic-core schema that checks what the JSON Schema `schema` checks (strictly: no
-    coercion); ValueError for a keyword this translation does not know."""
-    from pydantic_core import core_schema as cs
+def _room_for(size: int) -> bool:
+    """Whether a memory cap on this process, if any, leaves `size` bytes free."""
+    import sys
 
-    known = {"type", "properties", "required", "items", "minItems", "minLength", "minimum", "description", "default"}
-    unknown = set(schema) - known
-    if unknown:
-        raise ValueError(f"no fast path for the schema keywords {sorted(unknown)}")
-    kind = schema["type"]
-    if kind == "object":
-        required = set(schema.get("required", ()))
-        fields = {
-            name: cs.typed_dict_field(core_schema_of(sub), required=name in required)
-            for name, sub in schema["properties"].items()
-        }
-        return cs.typed_dict_schema(fields, extra_behavior="ignore")
-    if kind == "array":
-        return cs.list_schema(core_schema_of(schema["items"]), min_length=schema.get("minItems"), strict=True)
-    if kind == "string":
-        return cs.str_schema(strict=True, min_length=schema.get("minLength"))
-    if kind == "integer":
-        return cs.int_schema(strict=True, ge=schema.get("minimum", -_DIGITS_BOUND + 1), lt=_DIGITS_BOUND)
-    raise ValueError(f"no fast path for the schema type {kind!r}")
+    if sys.platform == "win32":
+        return True  # no rlimits; a job object's cap is not looked at
+    import resource
+
+    for limit, field in ((resource.RLIMIT_AS, "VmSize:"), (resource.RLIMIT_DATA, "VmData:")):
+        cap = resource.getrlimit(limit)[0]
+        if cap != resource.RLIM_INFINITY and cap - _in_use(field) < size:
+            return False
+    return True
 
 
-def _checker() -> SchemaValidator:
-    global _validator
-    if _validator is None:
-        from pydantic_core import SchemaValidator
+def _in_use(field: str) -> int:
+    """This process's size in bytes by /proc's `field`; where there is no /proc, its peak resident size."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(field):
+                    return int(line.split()[1]) << 10
+    except (OSError, ValueError):
+        pass
+    import resource
+    import sys
 
-        _validator = SchemaValidator(core_schema_of(INPUT_SCHEMA))
-    return _validator
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak << 10  # bytes on macOS, KiB elsewhere
 
 
-def checked(data: bytes) -> dict[str, Any] | None:
+def checked(data: bytes) -> Arguments | None:
     """The arguments in `data`, parsed and checked, when the fast path is sure of them; else None."""
-    if data.startswith(codecs.BOM_UTF8) or b"NaN" in data or b"Infinity" in data:
+    if data.startswith(codecs.BOM_UTF8) or not _room_for(ROOM_FACTOR * len(data)):
         return None
-    from pydantic_core import ValidationError
+    from pydantic_core import from_json
+
+    from codescout_mcp.validate import RANK_CHECKER
 
     try:
-        arguments: dict[str, Any] = _checker().validate_json(data)
-    except (ValidationError, ValueError, RecursionError):
+        value = from_json(data, allow_inf_nan=False, cache_strings="keys")
+    except (ValueError, RecursionError):
         return None
-    hits = arguments["hits"]
-    if len({hit["path"] for hit in hits}) != len(hits):
-        return None  # a path given twice: the precise path names both places
-    return arguments
+    return RANK_CHECKER.accept(value)

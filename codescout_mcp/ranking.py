@@ -7,7 +7,7 @@ import heapq
 from itertools import compress, repeat
 from operator import itemgetter, mul, sub
 
-from codescout_mcp.validate import validate
+from codescout_mcp.validate import Arguments, validate
 
 # Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
 TYPE_CHECKING = False
@@ -112,11 +112,9 @@ def ranked(hits: list[Hit], limit: int, *, has_integral_floats: bool) -> dict[st
     return {"results": results, "counts": {"hits": len(hits), "returned": len(results)}}
 
 
-def rank_checked(arguments: dict[str, Any]) -> dict[str, Any]:
-    """Rank arguments already checked against the contract (by `fastpath`): integers only, no duplicates."""
-    from codescout_mcp.contract import DEFAULT_LIMIT
-
-    return ranked(arguments["hits"], arguments.get("limit", DEFAULT_LIMIT), has_integral_floats=False)
+def rank_checked(checked: Arguments) -> dict[str, Any]:
+    """Rank arguments already checked against the contract (by `fastpath`)."""
+    return ranked(checked.hits, checked.limit, has_integral_floats=checked.has_integral_floats)
 
 
 def rank(arguments: object) -> dict[str, Any]:
@@ -125,5 +123,4 @@ def rank(arguments: object) -> dict[str, Any]:
     >>> rank({"hits": [{"path": "a.py", "matches": 2, "last_modified_days": 5}]})["results"][0]["score"]
     195
     """
-    checked = validate(arguments)
-    return ranked(checked.hits, checked.limit, has_integral_floats=checked.has_integral_floats)
+    return rank_checked(validate(arguments))

@@ -88,12 +88,12 @@ class Checker:
 
     def validate(self, arguments: object) -> Arguments:
         """Return the checked arguments, or raise InvalidArguments for the first violation."""
-        accepted = self._accept(arguments)
+        accepted = self.accept(arguments)
         if accepted is not None:
             return accepted
         plain = _plain(arguments, self.schema)
         if plain is not arguments:
-            accepted = self._accept(plain)
+            accepted = self.accept(plain)
             if accepted is not None:
                 return accepted
         problem = min(self._problems(plain), key=lambda p: p.order, default=None)
@@ -101,7 +101,8 @@ class Checker:
             raise AssertionError("the compiled checker refused arguments that jsonschema and the rules accept")
         raise InvalidArguments(format_location(problem.path), problem.message)
 
-    def _accept(self, arguments: object) -> Arguments | None:
+    def accept(self, arguments: object) -> Arguments | None:
+        """The checked arguments when the compiled path takes them; None when only the precise check can say."""
         if not self._top_level_ok(arguments):
             return None
         assert type(arguments) is dict

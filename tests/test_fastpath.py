@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codescout_mcp import fastpath
-from codescout_mcp.contract import INPUT_SCHEMA
 from codescout_mcp.jsontext import JsonTextError, parse_json
 from codescout_mcp.ranking import rank, rank_checked
 from codescout_mcp.validate import InvalidArguments
@@ -53,7 +53,9 @@ NUMBERS = st.one_of(
 # Paths as JSON text: any string, and escapes written as they would come (a lone surrogate too).
 PATHS = st.one_of(
     st.text(max_size=8).map(json.dumps),
-    st.sampled_from(['""', '"a"', '"A"', '"\\ud800"', '"\\u00e9"', '"NaN.py"', '"\U0001f600"', '"a\\u0000b"']),
+    st.sampled_from(
+        ['""', '"a"', '"A"', '"\\ud800"', '"\\u00e9"', '"NaN.py"', '"\U0001f600"', '"a\\u0000b"', '"\\ud83d\\ude00"']
+    ),
 )
 
 
@@ -143,8 +145,9 @@ def test_the_fast_path_answers_well_formed_input() -> None:
 @pytest.mark.parametrize(
     "document",
     [
-        b'{"hits": [{"path": "a", "matches": 3.0, "last_modified_days": 0}]}',
         b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0, "x": NaN}]}',
+        b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0, "x": -Infinity}]}',
+        b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}], "limit": 0}',
         b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}, '
         b'{"path": "a", "matches": 2, "last_modified_days": 0}]}',
         b'\xef\xbb\xbf{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}]}',
@@ -156,20 +159,16 @@ def test_what_the_fast_path_leaves_to_the_precise_one(document: bytes) -> None:
     assert fastpath.checked(document) is None
 
 
-def test_the_fast_schema_is_derived_from_the_contract_and_refuses_unknown_keywords() -> None:
-    fastpath.core_schema_of(INPUT_SCHEMA)
-    with pytest.raises(ValueError, match="pattern"):
-        fastpath.core_schema_of({"type": "string", "pattern": "x"})
-
-
 def test_a_large_input_ranks_the_same_through_the_cli_whichever_path(tmp_path: Path) -> None:
     """Over FAST_BYTES: the fast path answers a valid file, the precise path a file it would not take."""
     hits = [{"path": f"p/{i}", "matches": 1 + i % 30, "last_modified_days": i % 400} for i in range(160_000)]
     valid = json.dumps({"hits": hits, "limit": 5}).encode()
     assert len(valid) >= fastpath.FAST_BYTES and fastpath.checked(valid) is not None
-    floats = valid.replace(b'"matches": 1,', b'"matches": 1.0,')  # integral floats: the precise path's
-    assert fastpath.checked(floats) is None
-    for data in (valid, floats):
+    floats = valid.replace(b'"matches": 1,', b'"matches": 1.0,')  # integral floats: ranked as integers
+    assert fastpath.checked(floats) is not None
+    surrogate = valid.replace(b'"p/7"', b'"p/\\udc00"', 1)  # a lone surrogate: the precise path's
+    assert fastpath.checked(surrogate) is None
+    for data in (valid, floats, surrogate):
         source = tmp_path / "args.json"
         source.write_bytes(data)
         done = subprocess.run([codescout_exe(), "rank", "--input", str(source)], capture_output=True, check=False)
@@ -181,3 +180,20 @@ def test_a_large_input_ranks_the_same_through_the_cli_whichever_path(tmp_path: P
     done = subprocess.run([codescout_exe(), "rank", "--input", str(source)], capture_output=True, check=False)
     assert (done.returncode, done.stdout) == (1, b"")
     assert done.stderr.decode() == 'codescout: hits[1].path: duplicate path "p/0", first given at hits[0]\n'
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="resource limits are POSIX-only")
+@pytest.mark.parametrize("limit", ["RLIMIT_AS", "RLIMIT_DATA"])
+def test_under_a_memory_cap_too_tight_for_it_the_fast_path_stands_aside(limit: str) -> None:
+    """Under a cap, the fast path is taken only with room for ROOM_FACTOR times the input."""
+    probe = (
+        "import resource, sys\n"
+        "from codescout_mcp import fastpath\n"
+        f"limit = resource.{limit}\n"
+        "used = fastpath._in_use('VmSize:' if limit == resource.RLIMIT_AS else 'VmData:')\n"
+        "resource.setrlimit(limit, (used + (64 << 20), resource.getrlimit(limit)[1]))\n"
+        "print(fastpath._room_for(32 << 20), fastpath._room_for(128 << 20))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "True False\n", "")
+    assert fastpath._room_for(1 << 40)  # no cap here: always room

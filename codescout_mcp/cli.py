@@ -11,7 +11,6 @@ standard streams are in: closed, full, or a pipe whose reader went away.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 
@@ -22,6 +21,7 @@ from codescout_mcp.cli_streams import (
     State,
     fail,
     guarded,
+    leave,
     read_input,
     write_all,
     write_stdout,
@@ -251,17 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (as the `codescout` command, exit with it)."""
     status = guarded(lambda: _main(_parser(), argv))
     if argv is None:
-        _leave(status)
+        leave(status)
     return status
-
-
-def _leave(status: int) -> NoReturn:
-    """End the command now: everything is written (unbuffered), and tearing down what it read
-    (a million hits are a million objects to free one by one) would only delay the exit."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    os._exit(status)
 
 
 def mcp_main(argv: Sequence[str] | None = None) -> int:
@@ -290,56 +281,9 @@ def _main(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
 
 
 def _run_rank(args: argparse.Namespace) -> int:
-    import gc
+    from codescout_mcp.rank_command import run_rank
 
-    from codescout_mcp.jsontext import JsonTextError
-    from codescout_mcp.validate import InvalidArguments
-
-    # A short-lived process that builds one large tree of objects and frees it at exit:
-    # the collector would only walk it again and again (a third of the parse's time).
-    gc.disable()
-    source = "stdin" if args.input == "-" else shown(args.input)
-    try:
-        result = _ranked(read_input(args.input, source, args.max_input_bytes), source)
-    except (JsonTextError, InvalidArguments) as error:
-        raise CliError(str(error)) from None
-    write_stdout(render_json(result))
-    return EXIT_OK
-
-
-def _ranked(data: bytes, source: str) -> Any:
-    """The ranking of the arguments in `data`: a large input through the fast path when it is
-    sure of it (`fastpath`), anything else read and checked precisely. The precise path frees
-    the bytes once decoded and the text once parsed, so its peak is that of the text and the
-    value together, as for `json.load`."""
-    from codescout_mcp.fastpath import FAST_BYTES
-
-    if len(data) >= FAST_BYTES:
-        from codescout_mcp.fastpath import checked
-        from codescout_mcp.ranking import rank_checked
-
-        arguments = checked(data)
-        if arguments is not None:
-            del data
-            return rank_checked(arguments)
-    from codescout_mcp.jsontext import decode_utf8, parse_json_text
-    from codescout_mcp.ranking import rank
-
-    text = decode_utf8(data, source)
-    del data
-    value = parse_json_text(text, source)
-    del text
-    return rank(value)
-
-
-def render_json(value: dict[str, Any]) -> bytes:
-    """Pretty JSON, UTF-8, ending in a newline, as `rank` and `hits` print it."""
-    import json
-
-    text = json.dumps(value, ensure_ascii=False, indent=2) + "\n"
-    # A lone surrogate (legal in JSON text as an escape) cannot be UTF-8: write it back as the
-    # escape it came from, which is what backslashreplace produces for it.
-    return text.encode("utf-8", "backslashreplace")
+    return run_rank(args.input, args.max_input_bytes)
 
 
 _HTTP_OPTIONS = (
@@ -430,6 +374,8 @@ def _run_hits(args: argparse.Namespace) -> int:
         )
     except HitsError as error:
         raise CliError(str(error)) from None
+    from codescout_mcp.rank_command import render_json
+
     write_stdout(render_json(arguments))
     return EXIT_OK
 

@@ -27,6 +27,12 @@ def codescout() -> int:
     """The `codescout` command."""
     if sys.argv[1:2] == ["mcp"]:
         stop_at_once_on_signals()
+    elif sys.argv[1:2] == ["rank"]:  # `rank --input FILE`, as usual: without argparse (rank_command.py)
+        from codescout_mcp.rank_command import main_plain, plain_input
+
+        name = plain_input(sys.argv[1:])
+        if name is not None:
+            main_plain(name)
     from codescout_mcp.cli import main
 
     return main()

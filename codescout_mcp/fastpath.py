@@ -3,28 +3,26 @@
 `jsontext` reads JSON as JSON.parse does (lone surrogates, integers of any length, a located
 error for every flaw), in Python: on a million hits that parse is most of `codescout rank`'s
 time. pydantic-core, which the SDK already depends on (Rust, wheels for every platform),
-parses the same text faster than `json` and, caching keys as `json` does, in no more memory.
-Its values then go through the contract's own compiled accept path (`validate.RANK_CHECKER`),
-which takes exactly the values the precise path would take. pydantic-core is used only where
-its values are sure to be the ones `jsontext` would give:
-
-* it refuses, so the precise path reads and describes: a lone surrogate, an integer past
-  Python's digit limit, NaN and Infinity (`allow_inf_nan=False`), invalid UTF-8, and
-  anything else JSON.parse would not take; a byte-order mark is left to the precise path here;
-* the accept path refuses anything the contract refuses (an integer of more than
-  MAX_INTEGER_DIGITS digits too, a path given twice), and then the precise path says where;
-* duplicate keys keep the last value, as JSON.parse and `json` do.
-
-Its validators were measured too: they build a tree of their own before the Python values
-(about 40% more peak memory) and their integer bounds cost a second on a million hits.
+parses the same text in about half the time and, caching keys as `json` does, in little more
+memory. Its value is used only where it is sure to be the one `jsontext` would give; it
+refuses, so the precise path reads and describes, a lone surrogate, an integer past Python's
+digit limit, NaN and Infinity (`allow_inf_nan=False`), invalid UTF-8 and anything else
+JSON.parse would not take; a byte-order mark is left to the precise path here. Duplicate keys
+keep the last value, as JSON.parse and `json` do. Everything after the parse is shared: the
+value goes to `rank`, whose contract check (the compiled accept path, then the precise
+description of the first problem) cannot tell which parser made it, so the bytes can go as
+soon as the value exists. Its validators were measured too: they build a tree of their own
+before the Python values (about 40% more peak memory) and their integer bounds cost a second
+on a million hits.
 
 Memory: Rust cannot fail an allocation gracefully. Past a memory cap (`ulimit -v`, RLIMIT_AS or
 RLIMIT_DATA) pydantic-core panics and the process aborts or hangs, where the precise path raises
 MemoryError and `codescout rank` says "not enough memory". So the fast path is taken only when
 the cap, if any, leaves ROOM_FACTOR times the input's size free (its peak is about five times).
 
-The suite holds the two paths to the same answer and the same error on generated and mutated
-inputs (tests/test_fastpath.py). Only inputs of FAST_BYTES or more come here: importing
+The suite holds the two parsers to the same value, type for type and key for key, and so the
+two paths to the same answer and the same error, on generated and mutated inputs
+(tests/test_fastpath.py). Only inputs of FAST_BYTES or more come here: importing
 pydantic-core costs more than it saves on a small file.
 """
 
@@ -35,12 +33,11 @@ import codecs
 # Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Final
-
-    from codescout_mcp.validate import Arguments
+    from typing import Any, Final
 
 FAST_BYTES: Final = 8 << 20
 ROOM_FACTOR: Final = 8
+UNSURE: Final = object()  # what `parsed` gives for an input it leaves to the precise path
 
 
 def _room_for(size: int) -> bool:
@@ -67,23 +64,23 @@ def _in_use(field: str) -> int:
                     return int(line.split()[1]) << 10
     except (OSError, ValueError):
         pass
-    import resource
     import sys
+
+    if sys.platform == "win32":
+        return 0  # not asked there: Windows has no rlimits
+    import resource
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak << 10  # bytes on macOS, KiB elsewhere
 
 
-def checked(data: bytes) -> Arguments | None:
-    """The arguments in `data`, parsed and checked, when the fast path is sure of them; else None."""
+def parsed(data: bytes) -> Any:
+    """The JSON value in `data` when pydantic-core is sure to read it as `jsontext` would; else UNSURE."""
     if data.startswith(codecs.BOM_UTF8) or not _room_for(ROOM_FACTOR * len(data)):
-        return None
+        return UNSURE
     from pydantic_core import from_json
 
-    from codescout_mcp.validate import RANK_CHECKER
-
     try:
-        value = from_json(data, allow_inf_nan=False, cache_strings="keys")
+        return from_json(data, allow_inf_nan=False, cache_strings="keys")
     except (ValueError, RecursionError):
-        return None
-    return RANK_CHECKER.accept(value)
+        return UNSURE

@@ -7,7 +7,7 @@ import heapq
 from itertools import compress, repeat
 from operator import itemgetter, mul, sub
 
-from codescout_mcp.validate import Arguments, validate
+from codescout_mcp.validate import validate
 
 # Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
 TYPE_CHECKING = False
@@ -112,15 +112,11 @@ def ranked(hits: list[Hit], limit: int, *, has_integral_floats: bool) -> dict[st
     return {"results": results, "counts": {"hits": len(hits), "returned": len(results)}}
 
 
-def rank_checked(checked: Arguments) -> dict[str, Any]:
-    """Rank arguments already checked against the contract (by `fastpath`)."""
-    return ranked(checked.hits, checked.limit, has_integral_floats=checked.has_integral_floats)
-
-
 def rank(arguments: object) -> dict[str, Any]:
     """Rank the hits in a tool arguments object; raise InvalidArguments if it breaks the contract.
 
     >>> rank({"hits": [{"path": "a.py", "matches": 2, "last_modified_days": 5}]})["results"][0]["score"]
     195
     """
-    return rank_checked(validate(arguments))
+    checked = validate(arguments)
+    return ranked(checked.hits, checked.limit, has_integral_floats=checked.has_integral_floats)

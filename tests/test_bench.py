@@ -10,7 +10,7 @@ import sys
 from tests.helpers import ROOT
 from tests.platforms import FAKE_GIT, PROC, linux_only, posix_only
 
-RATIO = re.compile(r"^(?P<label>.+?)\s+(?P<ratio>\d+\.\d+)x\s+\(target <= (?P<target>\d+\.\d)x, (ok|OVER TARGET)\)")
+RATIO = re.compile(r"^(?P<label>.+?)\s+(?P<ratio>\d+\.\d+)x\s+\(target <= (?P<target>\d+(\.\d+)?)x, (ok|OVER TARGET)\)")
 
 
 def smoke(script: str) -> str:
@@ -51,6 +51,7 @@ def test_bench_smoke_measures_every_ratio() -> None:
         ),
         "2,000 hits: rank time / json.load time",
         "2,000 hits: rank peak RSS / json.load peak",
+        "2,000 hits: rank time / Node reference time",
         "MCP stdio: 100-hit tools/call / ping",
         "MCP stdio: 1,000-hit call / same bytes rejected",
         "hits, 10 recent files / whole git log",

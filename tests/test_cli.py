@@ -374,3 +374,50 @@ def test_an_input_larger_than_memory_allows_is_one_line(tmp_path: Path, limit: s
     )
     assert (done.returncode, done.stdout) == (1, b"")
     assert done.stderr == b"codescout: not enough memory for this input\n"
+
+
+# `codescout rank --input FILE` is run without argparse (rank_command.py): it must be the same
+# command as the one argparse reads, whatever FILE is.
+THROUGH_ARGPARSE = "import sys\nfrom codescout_mcp.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "plain"),
+    [
+        (["rank", "--input", "{valid}"], True),
+        (["rank", "-i", "{valid}"], True),
+        (["rank", "--input={valid}"], True),
+        (["rank", "--input", "-"], True),
+        (["rank", "--input", "{missing}"], True),
+        (["rank", "--input", "{broken}"], True),
+        (["rank", "--input", "{invalid}"], True),
+        (["rank", "--input", ""], True),
+        (["rank", "--input=-"], True),
+        (["rank", "--input="], False),
+        (["rank", "--input", "-x"], False),
+        (["rank", "--input", "--"], False),
+        (["rank", "--inp", "{valid}"], False),
+        (["rank", "--input", "{valid}", "--max-input-bytes", "10"], False),
+        (["rank", "--input"], False),
+        (["rank"], False),
+    ],
+)
+@posix_only("the installed command is a Python script Python can run with -X importtime")
+def test_rank_without_argparse_is_the_same_command(tmp_path: Path, argv: list[str], plain: bool) -> None:
+    names = {
+        "valid": str(EXAMPLE),
+        "missing": str(tmp_path / "missing.json"),
+        "broken": write(tmp_path, '{"hits": [', "broken.json"),
+        "invalid": write(tmp_path, '{"hits": [{"path": "a", "matches": 0, "last_modified_days": 1}]}', "bad.json"),
+    }
+    args = [arg.format(**names) for arg in argv]
+    stdin = EXAMPLE.read_bytes()
+    direct = subprocess.run(
+        [sys.executable, "-X", "importtime", codescout_exe(), *args], input=stdin, capture_output=True, check=False
+    )
+    through = [sys.executable, "-c", THROUGH_ARGPARSE, *args]
+    parsed = subprocess.run(through, input=stdin, capture_output=True, check=False)
+    imports = b"".join(line + b"\n" for line in direct.stderr.splitlines() if line.startswith(b"import time:"))
+    said = b"".join(line + b"\n" for line in direct.stderr.splitlines() if not line.startswith(b"import time:"))
+    assert (direct.returncode, direct.stdout, said) == (parsed.returncode, parsed.stdout, parsed.stderr)
+    assert (b" argparse\n" not in imports) == plain

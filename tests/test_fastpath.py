@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from codescout_mcp import fastpath
 from codescout_mcp.jsontext import JsonTextError, parse_json
-from codescout_mcp.ranking import rank, rank_checked
+from codescout_mcp.ranking import rank
 from codescout_mcp.validate import InvalidArguments
 from tests.helpers import codescout_exe
 
@@ -33,12 +33,32 @@ def precise(data: bytes) -> Any:
 
 
 def fast(data: bytes) -> Any:
-    arguments = fastpath.checked(data)
-    return None if arguments is None else rank_checked(arguments)
+    """The fast path's answer (the ranking, or the error's words), or None where it is unsure."""
+    value = fastpath.parsed(data)
+    if value is fastpath.UNSURE:
+        return None
+    assert same(value, parse_json(data, "input")), data[:300]
+    try:
+        return rank(value)
+    except InvalidArguments as error:
+        return f"error: {error}"
+
+
+def same(a: object, b: object) -> bool:
+    """Equal type for type and, in objects, key for key in order (1 == 1.0 and {a, b} == {b, a} are not enough)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(same(a[key], b[key]) for key in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(same, a, b))
+    if isinstance(a, float):
+        return repr(a) == repr(b)  # -0.0 is not 0.0 here
+    return a == b
 
 
 def agree(data: bytes) -> bool:
-    """Whether the fast path answered (and then: the same as the precise one)."""
+    """Whether the fast path answered (and then: with the precise parser's value, and the same answer)."""
     answer = fast(data)
     if answer is None:
         return False
@@ -147,27 +167,50 @@ def test_the_fast_path_answers_well_formed_input() -> None:
     [
         b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0, "x": NaN}]}',
         b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0, "x": -Infinity}]}',
-        b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}], "limit": 0}',
-        b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}, '
-        b'{"path": "a", "matches": 2, "last_modified_days": 0}]}',
         b'\xef\xbb\xbf{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}]}',
         b'{"hits": [{"path": "\\ud800", "matches": 1, "last_modified_days": 0}]}',
-        b'{"hits": [{"path": "a", "matches": 1' + b"0" * 4000 + b', "last_modified_days": 0}]}',
+        b'{"hits": [{"path": "a", "matches": 1' + b"0" * 5000 + b', "last_modified_days": 0}]}',
+        b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}],}',
+        b'{"hits": [{"path": "a\x01", "matches": 1, "last_modified_days": 0}]}',
+        b'{"hits": [{"path": "\xff", "matches": 1, "last_modified_days": 0}]}',
     ],
 )
 def test_what_the_fast_path_leaves_to_the_precise_one(document: bytes) -> None:
-    assert fastpath.checked(document) is None
+    assert fastpath.parsed(document) is fastpath.UNSURE
+
+
+@pytest.mark.parametrize(
+    ("document", "error"),
+    [
+        (b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}], "limit": 0}', "limit"),
+        (
+            b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}, '
+            b'{"path": "a", "matches": 2, "last_modified_days": 0}]}',
+            "hits[1].path",
+        ),
+        (b'{"hits": [{"path": "a", "matches": 1' + b"0" * 4000 + b', "last_modified_days": 0}]}', "hits[0].matches"),
+        (b'{"hits": [{"path": "a", "matches": 1e400, "last_modified_days": 0}]}', "hits[0].matches"),
+        (b'{"hits": [{"path": "a", "matches": 1.5, "last_modified_days": -0}]}', "hits[0].matches"),
+        (b'{"hits": []}', "hits"),
+    ],
+)
+def test_what_the_contract_refuses_is_said_in_the_precise_words_from_the_fast_value(
+    document: bytes, error: str
+) -> None:
+    answer = fast(document)
+    assert answer == precise(document)
+    assert isinstance(answer, str) and answer.startswith(f"error: {error}: "), answer
 
 
 def test_a_large_input_ranks_the_same_through_the_cli_whichever_path(tmp_path: Path) -> None:
     """Over FAST_BYTES: the fast path answers a valid file, the precise path a file it would not take."""
     hits = [{"path": f"p/{i}", "matches": 1 + i % 30, "last_modified_days": i % 400} for i in range(160_000)]
     valid = json.dumps({"hits": hits, "limit": 5}).encode()
-    assert len(valid) >= fastpath.FAST_BYTES and fastpath.checked(valid) is not None
+    assert len(valid) >= fastpath.FAST_BYTES and fastpath.parsed(valid) is not fastpath.UNSURE
     floats = valid.replace(b'"matches": 1,', b'"matches": 1.0,')  # integral floats: ranked as integers
-    assert fastpath.checked(floats) is not None
+    assert fastpath.parsed(floats) is not fastpath.UNSURE
     surrogate = valid.replace(b'"p/7"', b'"p/\\udc00"', 1)  # a lone surrogate: the precise path's
-    assert fastpath.checked(surrogate) is None
+    assert fastpath.parsed(surrogate) is fastpath.UNSURE
     for data in (valid, floats, surrogate):
         source = tmp_path / "args.json"
         source.write_bytes(data)

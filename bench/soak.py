@@ -9,10 +9,10 @@ slow clients, measured first, in the same run), the server's peak RSS, and how m
 connections are still open once --request-timeout has passed.
 Phase 2: more large calls than --max-concurrent at once, in two waves (the second starts as
 the first ends); a call refused with 503 is sent again after its Retry-After, within
-RETRY_FOR seconds. Reported: the first wave's first answers (how many 200, how many 503),
-every attempt's status (none may be lost or reset), how many calls were served in the end,
-and the server's peak RSS against docs/http.md's formula (`peak_budget_mib`) and against
-1.5 GiB.
+RETRY_FOR seconds. Reported: every call's first answer in both waves (how many 200, how
+many 503: served without a retry), every attempt's status (none may be lost or reset), how
+many calls were served in the end, and the server's peak RSS against docs/http.md's formula
+(`peak_budget_mib`) and against 1.5 GiB.
 Phase 3: the largest answers for the bytes: calls of tiny hits whose limit returns every
 hit, first the largest the limits admit alone, then as many smaller ones at once as the byte
 budget admits. Reported: peak RSS against the formula.
@@ -291,7 +291,7 @@ def main() -> int:
         first: list[int] = []
         attempts: list[int] = []
         served: list[bool] = []
-        for wave in range(2):
+        for _wave in range(2):
             barrier = threading.Barrier(sending)
             wave_attempts: list[list[int]] = [[] for _ in range(sending)]
 
@@ -304,11 +304,12 @@ def main() -> int:
                 thread.start()
             for thread in threads:
                 thread.join()
-            if wave == 0:
-                first = [mine[0] for mine in wave_attempts if mine]
+            first += [mine[0] for mine in wave_attempts if mine]
             attempts += [status for mine in wave_attempts for status in mine]
         peak = server.memory_kib("VmHWM") / 1024
-        print(f"  answers: {counted(first)}")
+        print(f"  first attempts, both waves: {counted(first)}")
+        share = first.count(200) / len(first)
+        print(f"  served without a retry: {first.count(200)} of {len(first)} calls ({share:.0%})")
         print(f"  every attempt: {counted(attempts)}; lost or reset: {attempts.count(0)}")
         print(f"  served in the end: {sum(served)} of {len(served)} calls")
         print(

@@ -189,7 +189,7 @@ JSON = st.recursive(
 )
 META_KEYS = st.sampled_from(["progressToken", "other", *MODERN_META])
 METAS_ANY = st.dictionaries(META_KEYS, JSON | st.sampled_from(list(MODERN_META.values())), max_size=4)
-HIT = st.fixed_dictionaries(
+HIT: st.SearchStrategy[dict[str, Any]] = st.fixed_dictionaries(
     {"path": st.sampled_from(["a", "b", "c/d.py", "é"]), "matches": st.integers(-1, 5)},
     optional={"last_modified_days": st.integers(-1, 500) | st.floats(0, 9), "owner": st.none() | st.text(max_size=3)},
 )

@@ -28,7 +28,7 @@ OWNER_CHARS = st.sampled_from([*" \t\nab@-", "\u00a0", "\u3000", "\ufeff", "\u00
 paths = st.text(PATH_CHARS, min_size=1, max_size=6)
 counts = st.one_of(st.integers(1, 60), st.integers(1, 10**30), st.sampled_from([1.0, 2.0, 60.0]))
 days = st.one_of(st.integers(0, 6000), st.integers(0, 10**30), st.sampled_from([0.0, -0.0, 3.0, 2.0**53]))
-hit_strategy = st.fixed_dictionaries(
+hit_strategy: st.SearchStrategy[dict[str, Any]] = st.fixed_dictionaries(
     {"path": paths, "matches": counts, "last_modified_days": days},
     optional={"owner": st.text(OWNER_CHARS, max_size=4), "note": st.integers()},
 )

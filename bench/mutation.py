@@ -74,8 +74,10 @@ TESTS: dict[str, list[str]] = {
         "tests/test_codeowners.py",
         "tests/test_globs.py",
         "tests/test_hits.py",
+        "tests/test_checkouts.py",
+        "tests/test_hostile_checkouts.py",
         "-k",
-        "codeowners or gitlab or github or owner or pattern",
+        "codeowners or gitlab or github or owner or pattern or dialect",
     ],
     "facts/globs.py": ["tests/test_globs.py", "tests/test_codeowners.py"],
 }

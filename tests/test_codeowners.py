@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,7 @@ import pytest
 from codescout_mcp.facts import codeowners
 from codescout_mcp.facts.codeowners import CodeOwners, load_codeowners, parse_github, parse_gitlab
 from codescout_mcp.facts.globs import MAX_PATTERN_CHARACTERS
+from tests.platforms import posix_only
 
 
 def github(text: str, paths: list[str]) -> tuple[dict[str, str | None], list[str]]:
@@ -261,6 +264,15 @@ def test_a_pattern_longer_than_codescout_matches_is_one_warning() -> None:
     assert owners == {long: "@all"} and len(warnings) == 1
 
 
+def test_an_invalid_pattern_is_quoted_whole_up_to_two_hundred_characters() -> None:
+    for length, shown in ((200, "'" + "a" * 199 + "\\\\'"), (201, "'" + "a" * 200 + "'...")):
+        pattern = "a" * (length - 1) + "\\"  # ends in an escape with nothing to escape
+        _, warnings = github(f"{pattern}\n", ["a"])  # at the line's end, escaping no space
+        assert warnings == [
+            f"CODEOWNERS:1: invalid pattern {shown} (it ends in an escape (\\) with nothing to escape); line skipped"
+        ]
+
+
 def test_github_patterns_git_refuses_are_one_warning_each() -> None:
     owners, warnings = github("* @all\n/ @root\nend\\\n", ["a"])
     assert owners == {"a": "@all"}
@@ -358,3 +370,70 @@ def test_github_a_folder_pattern_ending_in_a_slash_owns_all_below() -> None:
 def test_gitlab_comments_and_a_byte_order_mark() -> None:
     owners, warnings = gitlab("\ufeff# owners\n* @all\n  # indented comment\n[S]\n# another\n*.md @md\n", ["a.md"])
     assert (owners, warnings) == ({"a.md": "@all @md"}, [])
+
+
+def padded(rule: str, size: int) -> bytes:
+    """A CODEOWNERS file of exactly `size` bytes: `rule` on its first line, then comment lines."""
+    head = (rule + "\n").encode()
+    filler = size - len(head)
+    lines = [b"#" * 99 + b"\n"] * (filler // 100)
+    rest = filler - 100 * len(lines)
+    return head + b"".join(lines) + (b"#" * (rest - 1) + b"\n" if rest else b"")
+
+
+@pytest.mark.parametrize(
+    ("dialect", "place", "rule", "largest"),
+    [("gitlab", "docs/CODEOWNERS", "[A]\n* @owner", 10 * 2**20), ("github", "CODEOWNERS", "* @owner", 3 * 2**20 - 1)],
+)
+def test_the_largest_codeowners_read_and_the_first_size_refused(
+    tmp_path: Path, dialect: str, place: str, rule: str, largest: int
+) -> None:
+    # GitLab's file is read up to 10 MiB (codescout's own bound); GitHub ignores one of 3 MB or more.
+    (tmp_path / "docs").mkdir()
+    (tmp_path / place).write_bytes(padded(rule, largest))
+    assert (tmp_path / place).stat().st_size == largest
+    assert load(tmp_path, dialect)[0].owner_of("x") == "@owner"
+    (tmp_path / place).write_bytes(padded(rule, largest + 1))
+    owners, warnings = load(tmp_path, dialect)
+    assert owners.owner_of("x") is None
+    if dialect == "gitlab":
+        assert warnings == [f"{place} is more than 10485760 bytes, more than codescout reads; no owners are read"]
+    else:
+        assert warnings == [
+            f"{place} is 3145728 bytes, over GitHub's 3 MB limit, so GitHub ignores it; no owners are read"
+        ]
+
+
+@pytest.mark.parametrize(
+    ("dialect", "expected"),
+    [
+        ("github", "GitHub's places (.github/CODEOWNERS, CODEOWNERS, docs/CODEOWNERS)"),
+        ("gitlab", "GitLab's places (CODEOWNERS, docs/CODEOWNERS, .gitlab/CODEOWNERS)"),
+    ],
+)
+def test_a_forced_dialect_with_no_file_anywhere_names_only_its_own_places(
+    tmp_path: Path, dialect: str, expected: str
+) -> None:
+    owners, warnings = load(tmp_path, dialect)
+    assert owners.owner_of("x") is None
+    assert warnings == [f"--codeowners {dialect}: no CODEOWNERS in {expected}; no owners are read"]
+
+
+@posix_only("FIFOs")
+def test_a_codeowners_that_is_not_a_regular_file_is_named_and_not_read(tmp_path: Path) -> None:
+    if sys.platform == "win32":  # the mark skips it there; said so for mypy judging the suite as Windows
+        return
+    os.mkfifo(tmp_path / "CODEOWNERS")  # opening it to read would wait for a writer forever
+    owners, warnings = load(tmp_path, "github")
+    assert owners.owner_of("x") is None
+    assert warnings == ["CODEOWNERS is a FIFO, not a regular file; it is not read, and no owners are read"]
+
+
+def test_a_gitlab_line_with_an_invalid_pattern_is_skipped_and_the_next_lines_are_read() -> None:
+    long = "a" * (MAX_PATTERN_CHARACTERS + 1)
+    owners, warnings = gitlab(f"[A]\n{long} @long\n* @all\n", ["x"])
+    assert owners == {"x": "@all"}
+    assert warnings == [
+        f"CODEOWNERS:2: invalid pattern '{'a' * 200}'... (longer than {MAX_PATTERN_CHARACTERS} characters, "
+        "more than codescout matches); line skipped"
+    ]

@@ -54,3 +54,16 @@ def test_letters_digits_and_punctuation_are_never_trimmed() -> None:
 
     for char in string.ascii_letters + string.digits + string.punctuation:
         assert owner_of(char) == char, char
+
+
+def test_the_best_hit_is_found_when_more_matches_score_less() -> None:
+    # 100 points a match exactly: at 101 a match, three matches 201 days old would outscore
+    # one match today, and a top-k that picked its floor on those scores would lose the best.
+    hits = [
+        {"path": "older.py", "matches": 3, "last_modified_days": 201},
+        {"path": "today.py", "matches": 1, "last_modified_days": 0},
+        {"path": "other.py", "matches": 1, "last_modified_days": 5},
+    ]
+    for limit in (1, 2):
+        ranked = rank({"hits": hits, "limit": limit})["results"]
+        assert [(entry["path"], entry["score"]) for entry in ranked] == [("today.py", 100), ("older.py", 99)][:limit]

@@ -39,6 +39,16 @@ def test_checker_follows_the_schema_it_is_compiled_from() -> None:
     assert scan([{"path": "a", "matches": 4.0, "last_modified_days": 0}]) == (0, False)
 
 
+@pytest.mark.parametrize("least", [0, 1, 2, 3])
+def test_checker_follows_a_strings_minimum_length(least: int) -> None:
+    schema = copy.deepcopy(ITEMS)
+    schema["properties"]["path"]["minLength"] = least
+    scan = _build_hit_scanner(schema)
+    for length in range(5):
+        verdict = scan([{"path": "p" * length, "matches": 1, "last_modified_days": 0}])
+        assert verdict == ((-1, False) if length >= least else (0, False)), length
+
+
 def test_checker_reports_the_first_bad_hit_and_duplicates() -> None:
     scan = _build_hit_scanner(ITEMS)
     good = {"path": "a", "matches": 1, "last_modified_days": 0}

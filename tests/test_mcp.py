@@ -62,6 +62,29 @@ async def test_advertised_schemas_name_no_dialect(client: Client) -> None:
         assert "$schema" not in _keys(tool.output_schema)
 
 
+def _types(value: Any) -> list[object]:
+    """Every value of a "type" keyword anywhere in a schema."""
+    if isinstance(value, dict):
+        found = [value["type"]] if "type" in value else []
+        return found + [t for v in value.values() for t in _types(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _types(v)]
+    return []
+
+
+async def test_advertised_schemas_give_each_value_one_type() -> None:
+    # MCP Inspector's --strict mode warns on a "type" that is a list (["string", "null"]), which
+    # some clients' schema converters cannot read: a value that may be null is an anyOf instead.
+    async with Client(build_server(workspace="."), mode="auto") as connected:
+        listed = await connected.list_tools()
+    assert len(listed.tools) == 2
+    for tool in listed.tools:
+        for schema in (tool.input_schema, tool.output_schema):
+            assert _types(schema) and all(isinstance(kind, str) for kind in _types(schema)), tool.name
+    owner = listed.tools[0].output_schema["properties"]["results"]["items"]["properties"]["owner"]  # type: ignore[index]
+    assert owner["anyOf"] == [{"type": "string"}, {"type": "null"}]
+
+
 async def test_tools_list_may_be_cached_for_a_day_by_anyone() -> None:
     async with Client(build_server(), mode="auto") as connected:
         listed = await connected.list_tools()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import json
 import os
 import random
@@ -20,11 +19,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # the suite's helpers (tests/) are shared with the bench
+    sys.path.insert(0, str(ROOT))
 EXAMPLE = ROOT / "examples" / "args.json"
 PYTHON = sys.executable
 CODESCOUT = str(Path(sys.executable).parent / ("codescout.exe" if os.name == "nt" else "codescout"))
@@ -72,17 +73,6 @@ def run_measured(argv: list[str]) -> tuple[float, int]:
     return float(wall), int(peak)
 
 
-def alternate(candidate: list[str], baseline: list[str], rounds: int) -> dict[str, float]:
-    """Run the two commands in turns; medians of wall time and peak RSS for each."""
-    m = alternate_all({"candidate": candidate, "baseline": baseline}, rounds)
-    return {
-        "candidate_s": m["candidate"][0],
-        "baseline_s": m["baseline"][0],
-        "candidate_rss_mib": m["candidate"][1],
-        "baseline_rss_mib": m["baseline"][1],
-    }
-
-
 def alternate_all(commands: dict[str, list[str]], rounds: int) -> dict[str, tuple[float, float]]:
     """Run the commands in turns; for each, the median wall seconds and median peak RSS in MiB."""
     times: dict[str, list[float]] = {name: [] for name in commands}
@@ -111,19 +101,19 @@ def compile_package() -> None:
 
 def bench_cold_start(rounds: int) -> bool:
     compile_package()
-    m = alternate([CODESCOUT, "rank", "--input", str(EXAMPLE)], [PYTHON, "-c", "import json"], rounds)
+    m = alternate_all(
+        {"bare": [PYTHON, "-c", "import json"], "ours": [CODESCOUT, "rank", "--input", str(EXAMPLE)]}, rounds
+    )
     return report(
         "cold start: rank example / python -c 'import json'",
-        m["candidate_s"] / m["baseline_s"],
+        m["ours"][0] / m["bare"][0],
         1.3,
-        f"{m['candidate_s'] * 1000:.1f} ms vs {m['baseline_s'] * 1000:.1f} ms",
+        f"{m['ours'][0] * 1000:.1f} ms vs {m['bare'][0] * 1000:.1f} ms",
     )
 
 
 def node_reference() -> list[str]:
     """argv of the Node reference (bench/reference/rank.mjs) under the suite's pinned Node 22."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     from tests.nodetools import install
 
     return [str(install().node), str(ROOT / "bench" / "reference" / "rank.mjs")]
@@ -139,7 +129,7 @@ def bench_many_hits(count: int, rounds: int, workdir: Path) -> bool:
     answers = [subprocess.run(argv, capture_output=True, check=True).stdout for argv in (ours, node)]
     if answers[0] != answers[1]:
         raise SystemExit("the Node reference and codescout rank disagree on the large file")
-    m = alternate_all({"ours": ours, "json.load": load, "node": node}, rounds)
+    m = alternate_all({"json.load": load, "ours": ours, "node": node}, rounds)
     ok = report(
         f"{count:,} hits: rank time / json.load time",
         m["ours"][0] / m["json.load"][0],
@@ -236,19 +226,6 @@ def older_pydantic() -> str:
     return str(exe)
 
 
-@contextlib.contextmanager
-def busy(processes: int) -> Iterator[None]:
-    """Processes spinning on the cores while the block runs (none for 0)."""
-    spin = "import time\nend = time.time() + 600\nwhile time.time() < end: pass"
-    loops = [subprocess.Popen([PYTHON, "-c", spin]) for _ in range(processes)]
-    try:
-        yield
-    finally:
-        for loop in loops:
-            loop.kill()
-            loop.wait()
-
-
 def bench_stdio_start(rounds: int, *, load: int = 0) -> bool:
     """Spawn to the answer of each host's first request, codescout-mcp against a bare interpreter,
     the SDK's own import and mcp-server-time's initialize, in turns; and the same with pydantic
@@ -259,7 +236,9 @@ def bench_stdio_start(rounds: int, *, load: int = 0) -> bool:
     ours = str(Path(PYTHON).parent / "codescout-mcp")
     times: dict[str, list[float]] = collections.defaultdict(list)
     initialize = opening("gemini-p-turn.json", "initialize")
-    with busy(load):
+    from tests.helpers import busy_machine
+
+    with busy_machine(load, seconds=600):
         for _ in range(rounds):
             times["python -c 'import json'"].append(spawn_to_exit([PYTHON, "-c", "import json"]))
             times["SDK import"].append(spawn_to_exit([PYTHON, "-c", "import mcp.server.lowlevel, mcp_types"]))

@@ -7,11 +7,14 @@ import nothing from the package, so that a mistake in the package cannot hide in
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,21 @@ EXAMPLE_RESULT = {
     ],
     "counts": {"hits": 3, "returned": 2},
 }
+
+
+@contextlib.contextmanager
+def busy_machine(processes: int, *, seconds: float, settle: float = 0.0) -> Iterator[None]:
+    """`processes` interpreters spinning on the cores while the block runs (none for 0), each for
+    at most `seconds`; the block starts `settle` seconds after them."""
+    spin = f"import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass"
+    loops = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(processes)]
+    time.sleep(settle)
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
 
 
 def installed(name: str) -> str:

@@ -12,18 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fakemodel import FakeModel
-from tests.helpers import installed
+from tests.helpers import busy_machine, installed
 from tests.platforms import linux_only
 from tests.test_hosts import (
     CLAUDE_ENV,
@@ -43,20 +38,6 @@ TOOL = "rank_search_results"
 BUSY_SECONDS = 120
 
 
-@contextmanager
-def busy_machine(processes: int = 2) -> Iterator[None]:
-    """Processes that keep the cores busy for as long as the block runs (and at most BUSY_SECONDS)."""
-    spin = f"import time\nend = time.time() + {BUSY_SECONDS}\nwhile time.time() < end: pass"
-    loops = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(processes)]
-    time.sleep(0.5)  # the load has begun before the host starts
-    try:
-        yield
-    finally:
-        for loop in loops:
-            loop.kill()
-            loop.wait()
-
-
 def offered_first(exchange: Any) -> list[str]:
     """The codescout tools the host offered in its first request to the model."""
     return [name for name in exchange.offered[0] if "codescout" in name] if exchange.offered else []
@@ -68,7 +49,7 @@ def codex_turn(box: Sandbox) -> dict[str, Any]:
         settings = CODEX_SETTINGS.replace('base_url = "http://127.0.0.1:9/v1"', f'base_url = "{model.url}/v1"')
         server = f"[mcp_servers.codescout]\ncommand = {json.dumps(installed('codescout-mcp'))}\nargs = []\n"
         (box.home / ".codex" / "config.toml").write_text(settings + server, encoding="utf-8")
-        with busy_machine():
+        with busy_machine(2, seconds=BUSY_SECONDS, settle=0.5):  # the load has begun before the host starts
             run = box.run(
                 "codex",
                 *("exec", "--skip-git-repo-check", "--json", "--dangerously-bypass-approvals-and-sandbox"),
@@ -81,7 +62,7 @@ def codex_turn(box: Sandbox) -> dict[str, Any]:
 def claude_turn(box: Sandbox) -> dict[str, Any]:
     add = box.run("claude", "mcp", "add", "codescout", "--", installed("codescout-mcp"), env=CLAUDE_ENV)
     assert add.returncode == 0, add.stderr
-    with FakeModel(TOOL, SEARCH_ARGUMENTS) as model, busy_machine():
+    with FakeModel(TOOL, SEARCH_ARGUMENTS) as model, busy_machine(2, seconds=BUSY_SECONDS, settle=0.5):
         run = box.run(
             "claude",
             *("-p", "Rank my hits", "--output-format", "stream-json", "--verbose"),

@@ -8,16 +8,14 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from codescout_mcp.protocol import INSTRUCTIONS
-from tests.helpers import codescout_exe, server_info_on_the_wire
+from tests.helpers import busy_machine, codescout_exe, server_info_on_the_wire
 from tests.platforms import PROC, SHELL, SIGNALS, linux_only, posix_only
 
 CALL = {"name": "rank_search_results", "arguments": {"hits": [{"path": "a.py", "matches": 3, "last_modified_days": 4}]}}
@@ -353,19 +351,6 @@ def test_a_signal_stops_an_idle_server_with_stdin_open_within_a_second(signum: i
     assert elapsed < 1.0
 
 
-@contextlib.contextmanager
-def busy_machine(processes: int) -> Iterator[None]:
-    """Processes spinning on the cores (none for 0): a stop must be as prompt on a busy machine."""
-    spin = "import time\nend = time.time() + 60\nwhile time.time() < end: pass"
-    loops = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(processes)]
-    try:
-        yield
-    finally:
-        for loop in loops:
-            loop.kill()
-            loop.wait()
-
-
 # The call in progress: 150,000 hits (9 MB), ranked in a worker thread. (A single message of
 # tens of MB is another matter: CPython runs no signal handler while its C parser reads one,
 # about 30 ms a MB here; docs/stdio.md says so.)
@@ -377,7 +362,7 @@ IN_PROGRESS_HITS = 150_000
 @pytest.mark.parametrize("load", [0, 2], ids=["idle", "busy"])
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_a_server_in_the_middle_of_a_call_within_a_second(signum: int, load: int) -> None:
-    with busy_machine(load):
+    with busy_machine(load, seconds=60):  # a stop must be as prompt on a busy machine
         server = Server()
         server.send(big_call(2, IN_PROGRESS_HITS))
         server.wait_for_call_in_progress()
@@ -390,7 +375,7 @@ def test_a_signal_stops_a_server_in_the_middle_of_a_call_within_a_second(signum:
 @linux_only(PROC)
 @pytest.mark.parametrize("load", [0, 2], ids=["idle", "busy"])
 def test_a_second_signal_never_leaves_it_hanging(load: int) -> None:
-    with busy_machine(load):
+    with busy_machine(load, seconds=60):  # a stop must be as prompt on a busy machine
         server = Server()
         server.send(big_call(2, IN_PROGRESS_HITS))
         server.wait_for_call_in_progress()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import shutil
 import socket
 import ssl
 import subprocess
@@ -25,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from bench.proxy_soak import CUT, soak
+from tests.debian import apt_install
 from tests.helpers import EXAMPLE_RESULT, ROOT
 from tests.httpserver import CALL, RunningServer
 from tests.nodetools import NodeTools
@@ -260,6 +262,8 @@ def test_the_page_s_probe_and_answers_are_what_a_replica_gives(replicas: list[Ru
     """The health-check table in the page, request by request, and its curl probe run as written."""
     replica = replicas[0]
     probe = substituted(doc_block("probe"), {"127.0.0.1:8101": f"127.0.0.1:{replica.port}"})
+    if shutil.which("curl") is None:  # the probe is curl's, as the page gives it (a bare Debian root lacks it)
+        apt_install("curl")
     curl = subprocess.run(["sh", "-c", probe], capture_output=True, text=True, timeout=30, check=False)
     ping = json.dumps(PING).encode()
     modern = {"MCP-Protocol-Version": "2026-07-28"}

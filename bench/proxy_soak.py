@@ -60,6 +60,8 @@ class Tally:
     answers: collections.Counter[str] = field(default_factory=collections.Counter)  # by kind
     latencies: list[float] = field(default_factory=list)  # seconds, of calls answered 200 with the right ranking
     failures: list[tuple[float, str]] = field(default_factory=list)  # (seconds into the phase, kind), all but 200
+    # The first body of each status other than 200, which says who answered it (the proxy or a replica).
+    bodies: dict[str, str] = field(default_factory=dict)
 
     @property
     def calls(self) -> int:
@@ -132,6 +134,8 @@ class Client(threading.Thread):
                 self.connection.close()
                 self.connection = None
             if response.status != 200:
+                with LOCK:
+                    self.tally.bodies.setdefault(str(response.status), body[:120].decode("utf-8", "replace").strip())
                 return str(response.status), took
             right = json.loads(body).get("result", {}).get("structuredContent") == EXAMPLE_RESULT
             return ("200" if right else "200 with a wrong answer"), took
@@ -221,13 +225,14 @@ class Soak:
 
         after_kill = kinds(self.failures_after(self.stop.killed_at, self.stop.stopped_at))
         after_stop = kinds(self.failures_after(self.stop.stopped_at))
+        said = "".join(f"\n    a {status} said: {body!r}" for status, body in sorted(self.faulty.bodies.items()))
         return (
             f"{self.proxy}:\n  direct to one replica: {self.direct.summary()}\n"
             f"  through {self.proxy}: {self.steady.summary()}\n"
             f"  through {self.proxy}, one replica killed, one stopped: {self.faulty.summary()}\n"
             f"    failures after the SIGKILL ({self.stop.killed_at:.1f} s): {after_kill}; "
             f"after the SIGTERM ({self.stop.stopped_at:.1f} s): {after_stop}\n"
-            f"  the replica stopped with SIGTERM: {self.stop.summary()}"
+            f"  the replica stopped with SIGTERM: {self.stop.summary()}{said}"
         )
 
 

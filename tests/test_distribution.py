@@ -276,3 +276,29 @@ def test_server_json_packages_and_versions_agree() -> None:
     owner = SERVER_JSON["name"].split("/")[0].removeprefix("io.github.")
     assert oci["identifier"].startswith(f"ghcr.io/{owner}/codescout:")
     assert SERVER_JSON["repository"]["url"] == f"https://github.com/{owner}/codescout"
+
+
+def test_every_package_the_code_imports_is_a_declared_dependency() -> None:
+    """What codescout imports itself is in its own requirements, so its lowest version is tested.
+
+    A package that only comes through another (pydantic through the SDK) could be dropped or
+    moved by that package's next release, and uv's lowest-direct run (scripts/lowest-versions)
+    lowers only what is declared.
+    """
+    import ast
+    import importlib.metadata
+
+    tops: set[str] = set()
+    for source in (ROOT / "codescout_mcp").rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_bytes())):
+            if isinstance(node, ast.Import):
+                tops.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
+                tops.add(node.module.split(".")[0])
+    third_party = tops - set(sys.stdlib_module_names) - {"codescout_mcp"}
+    owners = importlib.metadata.packages_distributions()
+    imported = {re.sub(r"[-_.]+", "-", dist).lower() for top in third_party for dist in owners[top]}
+    requires = importlib.metadata.requires("codescout-mcp") or []
+    names = (re.split(r"[\s;<>=!~\[(]", line, maxsplit=1)[0] for line in requires if "extra ==" not in line)
+    declared = {re.sub(r"[-_.]+", "-", name).lower() for name in names}
+    assert sorted(imported - declared) == []

@@ -3,7 +3,7 @@
     python bench/hosts_under_load.py           # ten turns of each host
     python bench/hosts_under_load.py --runs 3
 
-Each turn is one test of tests/test_hosts_under_load.py: two busy processes load the cores,
+Each turn is one test of tests/interop/test_hosts_under_load.py: two busy processes load the cores,
 then the host runs one turn against the scripted model endpoint and must offer codescout's
 tool in its first request (Codex) or start with codescout `connected` (Claude Code), and make
 one real call. Reported: per host, how many turns passed. One turn at a time: the turns
@@ -29,7 +29,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10, help="turns of each host (default 10)")
     args = parser.parse_args()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n0", "-q", "-rA", "tests/test_hosts_under_load.py"],
+        [sys.executable, "-m", "pytest", "-n0", "-q", "-rA", "tests/interop/test_hosts_under_load.py"],
         cwd=ROOT,
         env={**os.environ, "CODESCOUT_HOST_RUNS": str(args.runs)},
         capture_output=True,

@@ -50,36 +50,42 @@ FACTS_MODULES = (
 
 # The tests that judge each module: those that exercise it, kept small enough to run often.
 TESTS: dict[str, list[str]] = {
-    "ranking.py": ["tests/test_vectors.py", "tests/test_ranking.py", "tests/test_properties.py", "-k", "not cli"],
+    "ranking.py": [
+        "tests/cli/test_vectors.py",
+        "tests/unit/test_ranking.py",
+        "tests/unit/test_properties.py",
+        "-k",
+        "not cli",
+    ],
     "validate.py": [
-        "tests/test_vectors.py",
-        "tests/test_validate.py",
-        "tests/test_properties.py",
-        "tests/test_workspace.py",
+        "tests/cli/test_vectors.py",
+        "tests/unit/test_validate.py",
+        "tests/unit/test_properties.py",
+        "tests/repositories/test_workspace.py",
         "-k",
         "not cli and not over_stdio and not over_http and not variable and not git_dir",
     ],
     **{
         module: [
-            "tests/test_repository.py",
-            "tests/test_hits.py",
-            "tests/test_workspace.py",
-            "tests/test_system.py",
+            "tests/unit/test_repository.py",
+            "tests/repositories/test_hits.py",
+            "tests/repositories/test_workspace.py",
+            "tests/unit/test_system.py",
             "-k",
             "not over_stdio and not over_http",
         ]
         for module in FACTS_MODULES
     },
     "facts/codeowners.py": [
-        "tests/test_codeowners.py",
-        "tests/test_globs.py",
-        "tests/test_hits.py",
-        "tests/test_checkouts.py",
-        "tests/test_hostile_checkouts.py",
+        "tests/unit/test_codeowners.py",
+        "tests/unit/test_globs.py",
+        "tests/repositories/test_hits.py",
+        "tests/repositories/test_checkouts.py",
+        "tests/repositories/test_hostile_checkouts.py",
         "-k",
         "codeowners or gitlab or github or owner or pattern or dialect",
     ],
-    "facts/globs.py": ["tests/test_globs.py", "tests/test_codeowners.py"],
+    "facts/globs.py": ["tests/unit/test_globs.py", "tests/unit/test_codeowners.py"],
 }
 
 SWAPS: dict[type, type] = {

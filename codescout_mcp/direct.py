@@ -5,7 +5,7 @@ answer twice more on the way out: serving a call of tiny hits that returns every
 about 32 times its body in memory, against 11 here, and twice the time. So the transports
 hand a well-formed call of the ranking tool straight to `ranking.rank` and build the JSON-RPC
 answer the SDK's `Server` would have sent (`tool_result` and `tool_error` of `results.py`, as
-the SDK writes them), byte for byte the same as JSON: tests/test_direct_calls.py holds the two
+the SDK writes them), byte for byte the same as JSON: tests/stdio/test_direct_calls.py holds the two
 to the same answers for whatever SDK is installed. Anything else (another tool, params of a
 shape this module does not vouch for, a session not yet initialized) still goes to the SDK.
 Standard library only.

@@ -22,7 +22,7 @@ the cap, if any, leaves ROOM_FACTOR times the input's size free (its peak is abo
 
 The suite holds the two parsers to the same value, type for type and key for key, and so the
 two paths to the same answer and the same error, on generated and mutated inputs
-(tests/test_fastpath.py). Only inputs of FAST_BYTES or more come here: importing
+(tests/unit/test_fastpath.py). Only inputs of FAST_BYTES or more come here: importing
 pydantic-core costs more than it saves on a small file.
 """
 

@@ -5,7 +5,7 @@ recognised by `plain_input` before anything else is imported (`entry.py`), and r
 without building the parser: argparse and the parser of every command cost a fifth of the
 command's start. Any other command line, `--help` and every mistake included, goes through
 argparse in `cli.py`, which calls `run_rank` with what it parsed. The suite holds the two
-ways to the same output, stderr and exit status (tests/test_cli.py).
+ways to the same output, stderr and exit status (tests/cli/test_cli.py).
 """
 
 from __future__ import annotations

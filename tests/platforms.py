@@ -3,7 +3,7 @@
 The suite runs on Linux, macOS and Windows. Nothing POSIX-only is imported or named when a test
 module loads, so every module collects everywhere; a test of behaviour only some systems have
 carries one of the markers below, with its reason. Each marker is false on Linux as root, where
-the suite skips nothing; `tests/test_platforms.py` collects the suite as Windows and macOS would.
+the suite skips nothing; `tests/distribution/test_platforms.py` collects the suite as Windows and macOS would.
 """
 
 from __future__ import annotations

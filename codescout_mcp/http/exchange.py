@@ -11,7 +11,7 @@ machinery the way the SDK's own stateless transport does: `exchange` mirrors
 `StreamableHTTPSessionManager._handle_stateless_request` (mcp 2.3.0,
 `mcp/server/streamable_http_manager.py`): a born-ready connection at the request's protocol
 version (`Connection.from_envelope`), `initialize` served inline, no channel back to the client.
-The answer comes back as a plain value that `encoded` writes. tests/test_sdk_gaps.py holds
+The answer comes back as a plain value that `encoded` writes. tests/unit/test_sdk_gaps.py holds
 the SDK to the shape this relies on.
 
 The 2026-07-28 era keeps the SDK's own entry, which reads and writes JSON with Python's `json`

@@ -19,7 +19,7 @@ below do not vouch for, any other method, or anything after a request left for t
 for it. Everything read is kept, in order, for the SDK's `Server`, which answers the rest once
 it is up; its answers to what was answered here are dropped and compared (`relay.py`: a
 difference is logged once). The suite holds each early answer to the SDK's own, as JSON, for
-whatever SDK is installed (tests/test_stdio_start.py), with the first messages real hosts
+whatever SDK is installed (tests/stdio/test_stdio_start.py), with the first messages real hosts
 send (tests/data/first-messages/).
 
 While the SDK loads, at most EARLY_BACKLOG messages and EARLY_BACKLOG_BYTES of them are held:

@@ -34,9 +34,9 @@ from codescout_mcp import __version__
 from codescout_mcp.contract import TOOL_NAME, WORKSPACE_TOOL_NAME
 from tests.gitrepo import DAY, Repo, run, workspace_call
 from tests.helpers import EXAMPLE, EXAMPLE_RESULT, ROOT, codescout_exe
+from tests.interop.test_typescript_client import SDKS, check_report, gone, run_client
 from tests.nodetools import NodeTools
 from tests.platforms import linux_only, root_only
-from tests.test_typescript_client import SDKS, check_report, gone, run_client
 
 # The engine and the stand-in base are made by scripts/docker-ready: debootstrap, Debian's
 # docker.io and dockerd, which need Linux and root; the image is a Linux one too.
@@ -415,11 +415,11 @@ def test_a_booby_trapped_checkout_at_w_runs_nothing_in_the_image(image: str, tmp
     """The image trusts /w (safe.directory), so git there reads the checkout's own config.
 
     Every command the repository configures (filters, textconv, hooks, fsmonitor, pager, gpg,
-    a transport for missing objects: tests/test_hostile_checkouts.py) leaves a mark when it
+    a transport for missing objects: tests/repositories/test_hostile_checkouts.py) leaves a mark when it
     runs. A plain `git status` in the image shows the traps are armed and reachable; the
     README's workspace command answers from the same mount and leaves no mark.
     """
-    from tests.test_hostile_checkouts import booby_trapped
+    from tests.repositories.test_hostile_checkouts import booby_trapped
 
     repo, marks = booby_trapped(tmp_path)
     paths = ["src/a.py", "src/b.py", "deep/dir/c.py"]

@@ -1,4 +1,4 @@
-"""CODEOWNERS rules as GitHub and as GitLab read them (files in repositories: test_hits.py)."""
+"""CODEOWNERS rules as GitHub and as GitLab read them (files in repositories: tests/repositories/test_hits.py)."""
 
 from __future__ import annotations
 
@@ -205,7 +205,7 @@ def test_gitlab_invalid_lines_warn_and_are_skipped() -> None:
 
 
 def test_gitlab_character_classes_escapes_and_stars() -> None:
-    """As Ruby's File.fnmatch reads them (test_globs.py holds the two to the same answers)."""
+    """As Ruby's File.fnmatch reads them (tests/unit/test_globs.py holds the two to the same answers)."""
     text = (
         "[P]\n"
         "[]a].txt @never-empty-set\n"

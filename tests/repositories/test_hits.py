@@ -253,7 +253,7 @@ def test_hits_usage_errors_exit_2(tmp_path: Path, args: tuple[str, ...], text: s
     assert stderr.count("\n") == 1
 
 
-# --- CODEOWNERS files in a repository (the rules themselves: test_codeowners.py) ----------
+# --- CODEOWNERS files in a repository (the rules themselves: tests/unit/test_codeowners.py) ----------
 
 
 def test_codeowners_file_locations_first_found_wins(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 the SDK's own answers, any event loop, a signal at any moment, an SDK that will not load.
 
 * the early answers on the wire are the SDK's (in process, for every host and every shape of
-  params: test_early_answers.py);
+  params: tests/unit/test_early_answers.py);
 * the first requests of Codex and Claude Code are answered while the SDK is still loading (made
   to load slowly here), and the call after them once it is up;
 * an event loop without `add_signal_handler` (as on Windows) changes nothing: the server
@@ -214,7 +214,7 @@ def test_a_loop_without_signal_handlers_still_stops_on_a_signal(signum: int) -> 
 
 # --- what hosts send first, while the SDK loads ---------------------------------------------------------
 
-FIRST_MESSAGES = Path(__file__).parent / "data" / "first-messages"
+FIRST_MESSAGES = Path(__file__).resolve().parent.parent / "data" / "first-messages"
 
 
 @pytest.mark.parametrize("recording", ["codex-exec-turn", "claude-p-turn", "qwen-p-turn", "gemini-p-turn"])

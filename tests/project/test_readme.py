@@ -4,7 +4,7 @@ their links, and their Python, run as written.
 The README is the front door (what it is, install, one snippet per common host, the rule and its
 example, the two commands, the exit statuses); docs/hosts.md holds every host's snippet, and the
 README's snippets must be the same text as the page's, which the hosts themselves run
-(tests/test_hosts.py).
+(tests/interop/test_hosts.py).
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ def test_the_readme_shows_the_common_hosts_as_the_hosts_page_does() -> None:
     assert named == README_CLIENTS
     for client in named:
         assert _first_block(text[text.index(f"**{client}**") :]) == client_snippet(client), client
-    # The image with a workspace (tests/test_docker.py runs the README's block).
+    # The image with a workspace (tests/distribution/test_docker.py runs the README's block).
     assert _first_block(text[text.index("\nDocker (") :]) == workspace_snippet("Docker")
 
 

@@ -41,7 +41,7 @@ from tests.helpers import ROOT, installed
 from tests.httpserver import RunningServer
 from tests.nodetools import NodeTools, install_manifest
 from tests.platforms import linux_only
-from tests.test_readme import client_snippet, remote_claude_code_line, snippet_argv, workspace_snippet
+from tests.project.test_readme import client_snippet, remote_claude_code_line, snippet_argv, workspace_snippet
 
 pytestmark = linux_only(
     "the hosts run through npm's .bin links, in process groups ended by a signal, as set up on Linux"

@@ -5,7 +5,7 @@ a plain folder inside a repository (a project under a dotfiles repository in $HO
 folder. Spellings: relative, absolute, through `..`, through links, to the workspace's own
 files and to files around it. Each case runs through a real session of the installed server,
 over stdio and over HTTP. (Other letter cases on a file system that ignores them: the FUSE
-mount in test_casefold.py.)
+mount in tests/repositories/test_casefold.py.)
 
 The rule: a path that resolves inside the workspace is answered relative to it, `/`-separated;
 anything else is a tool error, one that names the fix when the file is in the repository

@@ -29,6 +29,7 @@ from bench.proxy_soak import CUT, soak
 from tests.debian import apt_install
 from tests.helpers import EXAMPLE_RESULT, ROOT
 from tests.httpserver import CALL, RunningServer
+from tests.interop.test_typescript_client import check_report, run_client
 from tests.nodetools import NodeTools
 from tests.platforms import AS_ROOT, linux_only
 from tests.proxies import (
@@ -48,7 +49,6 @@ from tests.proxies import (
     start_replicas,
     substituted,
 )
-from tests.test_typescript_client import check_report, run_client
 
 MISSING = [proxy for proxy in PROXIES if not Path(COMMANDS[proxy]).exists()]
 pytestmark = [
@@ -118,7 +118,7 @@ def test_conformance_suite_passes_through_the_proxy(
             for checks in (tmp_path / era / "results").glob("*/checks.json")
             for check in json.loads(checks.read_text(encoding="utf-8"))
         )
-        assert passed >= 30, era  # as many as straight to a replica (tests/test_conformance.py)
+        assert passed >= 30, era  # as many as straight to a replica (tests/interop/test_conformance.py)
 
 
 def conformance(node_tools: NodeTools, deployment: Deployment, era: str, folder: Path) -> subprocess.Popen[str]:

@@ -19,16 +19,16 @@ import pytest
 
 from tests.fakemodel import FakeModel
 from tests.helpers import busy_machine, installed
-from tests.platforms import linux_only
-from tests.test_hosts import (
+from tests.interop.test_hosts import (
     CLAUDE_ENV,
     CODEX_SETTINGS,
     SEARCH_ARGUMENTS,
     SEARCH_RESULT,
     Hosts,
     Sandbox,
-    hosts,  # noqa: F401 - the fixture, shared with test_hosts.py
+    hosts,  # noqa: F401 - the fixture, shared with tests/interop/test_hosts.py
 )
+from tests.platforms import linux_only
 
 pytestmark = linux_only("the hosts run through npm's .bin links, as set up on Linux")
 

@@ -1,10 +1,10 @@
 """Windows and macOS rules, run on Linux by passing their flavour (as CPython tests PureWindowsPath).
 
 What a parameter cannot give (a real case-insensitive file system, an event loop without
-signal handlers) is mounted or simulated elsewhere: tests/test_casefold.py, test_stdio_start.py.
-Here: path containment and relative forms, names git and ripgrep print as bytes, file times,
-command-line lengths, child-process flags, consoles and broken pipes, and the same rules
-followed through RepositoryFacts, `codescout hits` and the CLI's writer.
+signal handlers) is mounted or simulated elsewhere: tests/repositories/test_casefold.py and
+tests/stdio/test_stdio_start.py. Here: path containment and relative forms, names git and
+ripgrep print as bytes, file times, command-line lengths, child-process flags, consoles and
+broken pipes, and the same rules followed through RepositoryFacts, `codescout hits` and the CLI's writer.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""The MCP server over streamable HTTP: real sockets, greedy clients, TLS, and replicas behind real proxies."""

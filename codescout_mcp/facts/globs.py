@@ -74,35 +74,30 @@ def _gitlab_segments(pattern: str) -> list[tuple[str, list[str | None]]]:
     """A GitLab pattern's segments as (text, atoms), read as Ruby's `File.fnmatch` reads them.
 
     `\\` makes the next character literal (`\\/` still separates folders, and a `\\` at the
-    very end is dropped); a `[...]` set may hold a `/` and is one atom (`_ruby_set`).
+    very end is dropped); a `[...]` set may hold a `/` and is one atom (`_ruby_set`). The
+    text is the segment as written, escapes and all.
     """
     segments: list[tuple[str, list[str | None]]] = []
-    text: list[str] = []
     atoms: list[str | None] = []
-    i = 0
+    start = i = 0
     while i < len(pattern):
         char = pattern[i]
         if char == "/" or (char == "\\" and pattern[i + 1 : i + 2] == "/"):
-            segments.append(("".join(text), atoms))
-            text, atoms = [], []
+            segments.append((pattern[start:i], atoms))
+            atoms = []
             i += 1 if char == "/" else 2
-            continue
-        if char == "\\":
+            start = i
+        elif char == "\\":
             if i + 1 < len(pattern):
-                text.append(pattern[i : i + 2])
                 atoms.append(re.escape(pattern[i + 1]))
             i += 2
-            continue
-        if char == "[":
-            regex, end = _ruby_set(pattern, i + 1)
-            text.append(pattern[i:end])
+        elif char == "[":
+            regex, i = _ruby_set(pattern, i + 1)
             atoms.append(regex)
-            i = end
-            continue
-        text.append(char)
-        atoms.append(None if char == "*" else "[^/]" if char == "?" else re.escape(char))
-        i += 1
-    segments.append(("".join(text), atoms))
+        else:
+            atoms.append(None if char == "*" else "[^/]" if char == "?" else re.escape(char))
+            i += 1
+    segments.append((pattern[start:], atoms))
     return segments
 
 
@@ -219,11 +214,12 @@ def github_regex(pattern: str) -> re.Pattern[str] | None:
     segments: list[str | object] = list(pattern.split("/"))
     folder_only = segments[-1] == ""
     original = pattern.rstrip("/").split("/")
-    direct_children_only = len(original) >= 2 and original[-1] == "*" and original[-2] != "**"
+    # After `**` the rule changes nothing: that `*` can always take the path's last segment.
+    direct_children_only = len(original) >= 2 and original[-1] == "*"
     if segments[0] == "":
         del segments[0]  # anchored at the root
-    elif (len(segments) == 1 or (len(segments) == 2 and segments[1] == "")) and segments[0] != "**":
-        segments.insert(0, "**")  # a bare name matches at any depth
+    elif len(segments) == 1 or (len(segments) == 2 and segments[1] == ""):
+        segments.insert(0, "**")  # a bare name matches at any depth (`**` twice is `**` once)
     if not segments:
         raise ValueError("it is empty once its slashes are read")
     if segments[-1] == "":

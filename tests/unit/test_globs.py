@@ -72,6 +72,47 @@ def test_github_patterns_match_as_gitignore_reads_them(pattern: str, path: str) 
     assert codescout_reading(pattern, path) == pathspec_reading(pattern, path)
 
 
+GITHUB_HAND_PICKED = [
+    ("?", "a"),  # `?` is any one character but `/`
+    ("a?", "ab"),
+    ("a?", "a/b"),
+    ("?", "ab"),
+    ("a\\?", "a?"),  # an escaped `?` is itself
+    ("a\\?", "ab"),
+    ("*ab*", "xaby"),  # a run of characters between two stars
+    ("*ab*", "xayb"),
+    ("*a*b*", "xaybz"),
+    ("/a*b*c", "a1b2c"),
+    ("/a*b*c", "a1c2b"),
+    ("**/*", "a/b/c"),  # `**` then `*`: anything, at any depth
+    ("**/", "a/b"),  # `**/`: everything below the root
+    ("**/", "a"),
+    ("**/**/", "a/b"),
+    ("**", "a/b"),
+]
+
+
+def test_github_patterns_match_as_gitignore_reads_them_in_thousands_of_fixed_cases() -> None:
+    chooser = random.Random(20261202)
+    cases = [
+        (
+            "".join(chooser.choice(PATTERN_PARTS) for _ in range(chooser.randint(1, 7))),
+            "/".join(chooser.choice(NAMES) for _ in range(chooser.randint(1, 5))),
+        )
+        for _ in range(4000)
+    ] + GITHUB_HAND_PICKED
+    cases = [(pattern, path) for pattern, path in cases if not direct_children_only(pattern)]
+    readings = [(case, codescout_reading(*case), pathspec_reading(*case)) for case in cases]
+    assert [reading for reading in readings if reading[1] != reading[2]] == []
+    matched = sum(ours == "match" for _, ours, _ in readings)
+    assert 0.05 < matched / len(readings) < 0.95  # the cases are worth comparing: both answers occur
+
+
+def test_an_empty_pattern_is_refused_with_its_reason() -> None:
+    with pytest.raises(ValueError, match=r"^it is empty once its slashes are read$"):
+        github_regex("")
+
+
 @pytest.mark.parametrize(
     ("pattern", "owned", "not_owned"),
     [
@@ -144,6 +185,14 @@ HAND_PICKED = [
     ("/end\\", "end"),
     ("/a\\/b", "a/b"),
     ("/" + "**/a/" * 6 + "b", "a/" * 8 + "b"),
+    # An escape inside a segment of stars: the segment is not `**`, so it spans no folders.
+    ("/q/*\\a*/b", "q/x/y/b"),
+    ("/q/*\\a*/b", "q/xay/b"),
+    # A set holds its members and nothing else, negated or not.
+    ("/[ab]", "X"),
+    ("/[ab]", "b"),
+    ("/[!ab]", "X"),
+    ("/[!ab]", "a"),
 ]
 
 

@@ -240,14 +240,15 @@ def post(
     tls: ssl.SSLContext | None,
     headers: Mapping[str, str] | None = None,
     timeout: float = 30,
+    address: str = "127.0.0.1",
 ) -> tuple[int, dict[str, str], bytes]:
-    """One POST /mcp to 127.0.0.1:port (over TLS when given a context, the certificate checked for that address;
-    "localhost" may be ::1 first, where a proxy listening on every address would see another client)."""
+    """One POST /mcp to address:port, 127.0.0.1 unless told (over TLS when given a context, the certificate checked
+    for that address; "localhost" may be ::1 first, where a proxy listening on every address sees another client)."""
     connection: http.client.HTTPConnection
     if tls is None:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        connection = http.client.HTTPConnection(address, port, timeout=timeout)
     else:
-        connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=timeout, context=tls)
+        connection = http.client.HTTPSConnection(address, port, timeout=timeout, context=tls)
     try:
         sent = {**MCP_HEADERS, **(headers or {})}
         connection.putrequest("POST", "/mcp", skip_host="Host" in sent, skip_accept_encoding=True)

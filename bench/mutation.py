@@ -224,11 +224,27 @@ def _apply(node: ast.AST, kind: str) -> None:
 
 
 def mutants(module: str) -> list[Mutant]:
-    tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
+    return mutants_of(module, (PACKAGE / module).read_text(encoding="utf-8"))
+
+
+def mutants_of(module: str, source: str) -> list[Mutant]:
+    """Every mutant of one module's source, named the same under every Python the suite runs.
+
+    Whatever is inside an f-string (its strings, its format specs, its expressions) is placed at
+    the outermost f-string's start: Python 3.12 (PEP 701) gave those parts positions of their own,
+    which differ from 3.11's, so their own would name another mutant on another Python.
+    """
+    tree = ast.parse(source)
+    enclosing: dict[int, tuple[int, int]] = {}
+    for node in ast.walk(tree):  # outer nodes first, so the outermost f-string claims its parts
+        if isinstance(node, ast.JoinedStr) and id(node) not in enclosing:
+            for part in ast.walk(node):
+                enclosing.setdefault(id(part), (node.lineno, node.col_offset))
     found: list[Mutant] = []
     seen: dict[tuple[int, int, str, str], int] = {}
     for index, (node, kind, detail) in enumerate(_points(tree)):
-        place = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0), kind, detail)
+        line, column = enclosing.get(id(node), (getattr(node, "lineno", 0), getattr(node, "col_offset", 0)))
+        place = (line, column, kind, detail)
         seen[place] = seen.get(place, 0) + 1
         found.append(Mutant(module, index, *place, occurrence=seen[place]))
     return found

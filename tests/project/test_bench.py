@@ -96,6 +96,16 @@ def test_soak_smoke_reports_its_figures() -> None:
     assert re.search(phase_3.format("[45]", "[45]"), output), output
 
 
+def test_a_string_inside_an_f_string_is_named_by_the_f_strings_place() -> None:
+    """Python 3.12 gave an f-string's parts positions of their own (3.11 gives them the f-string's):
+    a mutant's name must not depend on which Python reads the module."""
+    from bench import mutation
+
+    found = mutation.mutants_of("m.py", 'x = 1\nname = f"a{x}b{x:>{x}}"\n')
+    strings = [m.key for m in found if m.kind == "string"]
+    assert strings == ["m.py:2:7:string:altered", "m.py:2:7:string:altered#2", "m.py:2:7:string:altered#3"]
+
+
 def test_every_listed_equivalent_mutant_is_still_a_mutant() -> None:
     """bench/MUTATION.md names mutants by line and column: code that moves must take them along."""
     from bench import mutation

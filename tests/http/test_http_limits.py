@@ -176,7 +176,12 @@ def never_reading(port: int, request: bytes) -> socket.socket:
 
 
 def outcome(sock: socket.socket) -> str:
-    """What a client that stopped reading finds when it reads at last: 503, its whole answer, or a dropped one."""
+    """What a client that stopped reading finds when it reads at last: 503, its whole answer, or a dropped one.
+
+    Reading at last, it opens its receive window too: through the 4 KiB one it was made with, the
+    rest of a 36 MiB answer trickles for two minutes (the time went there, not to the server).
+    """
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 * 1024 * 1024)
     sock.settimeout(10)
     received = b""
     try:

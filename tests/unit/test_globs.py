@@ -93,14 +93,7 @@ GITHUB_HAND_PICKED = [
 
 
 def test_github_patterns_match_as_gitignore_reads_them_in_thousands_of_fixed_cases() -> None:
-    chooser = random.Random(20261202)
-    cases = [
-        (
-            "".join(chooser.choice(PATTERN_PARTS) for _ in range(chooser.randint(1, 7))),
-            "/".join(chooser.choice(NAMES) for _ in range(chooser.randint(1, 5))),
-        )
-        for _ in range(4000)
-    ] + GITHUB_HAND_PICKED
+    cases = generated_cases(4000, PATTERN_PARTS, NAMES, seed=20261202) + GITHUB_HAND_PICKED
     cases = [(pattern, path) for pattern, path in cases if not direct_children_only(pattern)]
     readings = [(case, codescout_reading(*case), pathspec_reading(*case)) for case in cases]
     assert [reading for reading in readings if reading[1] != reading[2]] == []
@@ -160,11 +153,13 @@ end
 """
 
 
-def generated_cases(count: int) -> list[tuple[str, str]]:
-    """Patterns and paths from a fixed seed: the same cases on every run, any machine."""
-    chooser = random.Random(20261201)
-    parts = [*PATTERN_PARTS, *SET_PARTS, "\\/"]
-    names = [*NAMES, "]", "[", "a]", "[a", "-"]
+GITLAB_PARTS = [*PATTERN_PARTS, *SET_PARTS, "\\/"]  # a set may hold `/`, and `\\/` is an escaped one
+GITLAB_NAMES = [*NAMES, "]", "[", "a]", "[a", "-"]
+
+
+def generated_cases(count: int, parts: list[str], names: list[str], seed: int) -> list[tuple[str, str]]:
+    """Patterns of parts and paths of names from a fixed seed: the same cases on every run, any machine."""
+    chooser = random.Random(seed)
     cases = []
     for _ in range(count):
         pattern = "".join(chooser.choice(parts) for _ in range(chooser.randint(1, 7)))
@@ -197,7 +192,8 @@ HAND_PICKED = [
 
 
 def test_gitlab_patterns_match_as_rubys_fnmatch_does(ruby: str) -> None:
-    cases = [(_gitlab_pattern(pattern), path) for pattern, path in generated_cases(4000)] + HAND_PICKED
+    generated = generated_cases(4000, GITLAB_PARTS, GITLAB_NAMES, seed=20261201)
+    cases = [(_gitlab_pattern(pattern), path) for pattern, path in generated] + HAND_PICKED
     lines = "".join(f"{pattern}\t{path}\n" for pattern, path in cases)
     answers = subprocess.run([ruby, "-e", RUBY_FNMATCH], input=lines, capture_output=True, text=True, check=True)
     rubys = [answer == "1" for answer in answers.stdout.split()]

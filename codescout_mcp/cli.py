@@ -196,8 +196,8 @@ def add_mcp_options(mcp_cmd: argparse.ArgumentParser) -> None:
         "--request-timeout",
         type=_seconds,
         metavar="SECONDS",
-        help=f"a request's headers and body must arrive within this time, else 408 "
-        f"(default {limits.seconds(limits.REQUEST_TIMEOUT)})",
+        help="a request's headers and body must arrive within this time (time waiting in line not counted), "
+        f"else 408 (default {limits.seconds(limits.REQUEST_TIMEOUT)})",
     )
     http.add_argument(
         "--write-timeout",

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
+from collections.abc import Awaitable
 from typing import Final
 
 from codescout_mcp.http.asgi import Message, Send
@@ -154,13 +155,24 @@ class Held:
 
     def __init__(self, budget: Budget, deadline: float) -> None:
         self.budget = budget
-        self.deadline = deadline
+        self.deadline = deadline  # waiting in line ends here
+        self.waited = 0.0  # seconds spent in line (for a slot or for room) so far
         self.bytes = 0
         self.unfilled = 0  # reserved for a declared body and not yet arrived
 
+    @property
+    def body_deadline(self) -> float:
+        """When the body must have arrived: the deadline, moved on by the time spent in line
+        (while a request waits, the server reads none of its body)."""
+        return self.deadline + self.waited
+
+    async def slot(self, slots: Slots) -> bool:
+        """One of `slots`, waiting in line until the deadline."""
+        return await self._in_line(slots.take(self.deadline))
+
     async def reserve(self, size: int) -> bool:
         """Room for a declared body of `size` bytes, waiting in line until the deadline."""
-        if not await self.budget.take(size, self.deadline):
+        if not await self._in_line(self.budget.take(size, self.deadline)):
             return False
         self.bytes += size
         self.unfilled = size
@@ -173,11 +185,19 @@ class Held:
         from_reservation = min(size, self.unfilled)
         self.unfilled -= from_reservation
         rest = size - from_reservation
-        if rest and not await self.budget.take(rest, self.deadline, urgent=True):
+        if rest and not await self._in_line(self.budget.take(rest, self.deadline, urgent=True)):
             return False
         self.bytes += rest
         self._track()
         return True
+
+    async def _in_line(self, turn: Awaitable[bool]) -> bool:
+        """Await a turn in a line, counting the time it took as time waited."""
+        began = time.monotonic()
+        try:
+            return await turn
+        finally:
+            self.waited += time.monotonic() - began
 
     def give_back_unfilled(self) -> None:
         """The body is not coming at the pace its reservation asked for: free what it has not filled."""
@@ -205,7 +225,7 @@ class Held:
 
     def _track(self) -> None:
         if self.bytes:
-            self.budget.holders.deadlines[id(self)] = self.deadline
+            self.budget.holders.deadlines[id(self)] = self.body_deadline
 
 
 class BudgetedSend:

@@ -17,12 +17,12 @@ In this order:
 * a body over --max-body-bytes: 413;
 * no slot (--max-concurrent) or no room in the byte budget (--max-buffered-bytes) before the
   request's own deadline: 503 with a Retry-After that tells when room must come back; until
-  then the request waits in line (`budget.py`); a body not complete within --request-timeout:
-  408 (headers: see `connections.py`).
+  then the request waits in line (`budget.py`); a body not complete within --request-timeout
+  (not counting its time in line): 408 (headers: see `connections.py`).
 
-Each refusal closes the connection; one sent while the body is still arriving reads and drops
-the rest first, for LINGER_SECONDS at most in all and without a slot, so the client sees the
-answer instead of a reset.
+Each refusal closes the connection; one sent while the body is still arriving (406, 408, 413,
+415, 503) reads and drops the rest first, for LINGER_SECONDS at most in all and without a slot,
+so the client sees the answer instead of a reset.
 
 Then every body is read here, as the stdio transport reads a line (`jsonrpc.py`): what is not
 JSON gets -32700 (naming the byte offset, with the id when it can be read), what is not
@@ -118,7 +118,7 @@ class Guard:
         held = Held(self.budget, deadline)
         budgeted = BudgetedSend(send, held)
         try:
-            await self._serve(scope, receive, budgeted, deadline)
+            await self._serve(scope, receive, budgeted)
         except asyncio.CancelledError:
             # The shutdown timeout ran out while this request was still arriving or being
             # served: tell the client, rather than leave uvicorn to log a traceback.
@@ -134,7 +134,7 @@ class Guard:
             who = f"{client[0]}:{client[1]}" if client else "-"
             logger.info("%s %s %s -> %s in %.1f ms", who, scope["method"], scope["path"], budgeted.status, elapsed)
 
-    async def _serve(self, scope: Scope, receive: Receive, send: BudgetedSend, deadline: float) -> None:
+    async def _serve(self, scope: Scope, receive: Receive, send: BudgetedSend) -> None:
         headers = Headers(scope)
         if b"transfer-encoding" in headers and b"content-length" in headers:
             body = b"Bad Request: both Content-Length and Transfer-Encoding; send one (RFC 9112, section 6.3)\n"
@@ -165,11 +165,11 @@ class Guard:
             answer = encode(Refusal(INVALID_REQUEST, text).as_dict())
             await respond(send, status, answer, json_body=True, linger=receive, linger_bytes=self._linger_bytes)
             return
-        if not await self.slots.take(deadline):
+        if not await send.held.slot(self.slots):
             extra = [retry_after(self.slots.holders.retry_after())]
             await respond(send, 503, BUSY, linger=receive, linger_bytes=self._linger_bytes, extra=extra)
             return
-        self.slots.holders.deadlines[id(send)] = deadline
+        self.slots.holders.deadlines[id(send)] = send.held.body_deadline
         refusing: _Refusing | None = None
         try:
             read = await self._read_body(headers, receive, send)
@@ -237,12 +237,13 @@ class Guard:
         return None
 
     async def _read_body(self, headers: Headers, receive: Receive, send: BudgetedSend) -> bytes | _Refusing | None:
-        """The whole body, admitted into the budget; a refusal to answer once the slot is free; None
-        when the client left or the body was too slow (answered).
+        """The whole body, admitted into the budget; a refusal to answer once the slot is free
+        (413, 503, or 408 for a body not there by its deadline); None when the client left.
 
         A declared body reserves its size, waiting in line for room until the deadline; a body
         that stalls (fewer than MIN_UPLOAD_RATE bytes a second over STALL_SECONDS) gives back
         what it has not filled, and its bytes are then charged as they come, as a chunked one's.
+        Time spent in line does not count against the body's own deadline (`Held.body_deadline`).
         """
         limit = self.settings.max_body_bytes
         held = send.held
@@ -255,37 +256,39 @@ class Guard:
         parts: list[bytes] = []
         size = 0
         window_start, window_size = time.monotonic(), 0
-        try:
-            with anyio.fail_after(max(0.0, held.deadline - time.monotonic())):
-                while True:
-                    message = None
-                    with anyio.move_on_after(STALL_SECONDS):
-                        message = await receive()
-                    now = time.monotonic()
-                    if now - window_start >= STALL_SECONDS:
-                        if window_size < MIN_UPLOAD_RATE * (now - window_start):
-                            held.give_back_unfilled()
-                        window_start, window_size = now, 0
-                    if message is None:
-                        continue
-                    if message["type"] == "http.disconnect":
-                        logger.debug("client left before sending the whole body")
-                        return None
-                    chunk = message.get("body", b"")
-                    size += len(chunk)
-                    window_size += len(chunk)
-                    if size > limit:
-                        break
-                    if not await held.charge(len(chunk)):
-                        del parts
-                        return self._budget_refusal()
-                    parts.append(chunk)
-                    if not message.get("more_body", False):
-                        return b"".join(parts)
-        except TimeoutError:
-            await respond(send, 408, TIMED_OUT, close=True)
-            return None
-        del parts  # refused part way: answered outside the deadline, which must not cut the answer short
+        while True:
+            left = held.body_deadline - time.monotonic()
+            if left <= 0:
+                del parts
+                return _Refusing(408, TIMED_OUT)
+            message = None
+            with anyio.move_on_after(min(STALL_SECONDS, left)):
+                message = await receive()
+            now = time.monotonic()
+            if now - window_start >= STALL_SECONDS:
+                if window_size < MIN_UPLOAD_RATE * (now - window_start):
+                    held.give_back_unfilled()
+                window_start, window_size = now, 0
+            if message is None:
+                continue
+            if message["type"] == "http.disconnect":
+                logger.debug("client left before sending the whole body")
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            window_size += len(chunk)
+            if size > limit:
+                break
+            waited = held.waited
+            if not await held.charge(len(chunk)):
+                del parts
+                return self._budget_refusal()
+            if held.waited > waited:  # time in line is not time the client was slow
+                window_start, window_size = time.monotonic(), 0
+            parts.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(parts)
+        del parts  # refused part way: answered once the slot is given back, with the rest of the body read
         return _Refusing(413, TOO_LARGE)
 
     def _budget_refusal(self) -> _Refusing:

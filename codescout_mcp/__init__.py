@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from codescout_mcp.version import __version__
 
-# Typing names are for the checker only: importing typing costs start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from codescout_mcp.ranking import rank

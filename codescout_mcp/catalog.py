@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import os
 
-from codescout_mcp import __version__
 from codescout_mcp.contract import (
     INPUT_SCHEMA,
     OUTPUT_SCHEMA,
@@ -24,8 +23,9 @@ from codescout_mcp.contract import (
     WORKSPACE_TOOL_TITLE,
 )
 from codescout_mcp.protocol import WEBSITE_URL, instructions
+from codescout_mcp.version import __version__
 
-# Typing names are for the checker only: importing typing costs start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final

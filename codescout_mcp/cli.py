@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 
-from codescout_mcp import __version__, limits
+from codescout_mcp import limits
 from codescout_mcp.cli_streams import (
     EXIT_OK,
     CliError,
@@ -26,15 +26,15 @@ from codescout_mcp.cli_streams import (
     write_all,
     write_stdout,
 )
+from codescout_mcp.failure import UsageError
 from codescout_mcp.text import shown
+from codescout_mcp.version import __version__
 
-# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, NoReturn
-
-EXIT_USAGE = 2
 
 WORKSPACE_VARIABLE = "CODESCOUT_WORKSPACE"
 
@@ -52,7 +52,7 @@ class _Formatter(argparse.HelpFormatter):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # One line, not argparse's usage block: errors here are meant to be read by scripts too.
-        self.exit(EXIT_USAGE, f"{self.prog}: usage error: {shown(message)} (see '{self.prog} --help')\n")
+        raise UsageError(f"{self.prog}: usage error: {shown(message)} (see '{self.prog} --help')")
 
     def _print_message(self, message: str, file: Any = None) -> None:
         # argparse swallows write errors (so `--version >&-` would say nothing and exit 0);

@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import sys
 
+from codescout_mcp.failure import Failure
 from codescout_mcp.platform import CURRENT, System
 
-# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -22,10 +23,8 @@ EXIT_OK = 0
 EXIT_INTERRUPTED = 130
 
 
-class CliError(Exception):
-    """A runtime failure the user can act on: one line on stderr."""
-
-    exit_status = 1
+class CliError(Failure):
+    """A runtime failure the user can act on: one line on stderr, exit status 1."""
 
 
 class ReaderGone(Exception):
@@ -148,8 +147,8 @@ def guarded(run: Callable[[], int]) -> int:
             setattr(sys, name, _ClosedStream())
     try:
         return run()
-    except CliError as error:
-        fail(str(error))
+    except Failure as error:
+        write_all(2, f"{error.line()}\n".encode("utf-8", "backslashreplace"))
         return error.exit_status
     except ReaderGone as error:
         _silence_stdout()

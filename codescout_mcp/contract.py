@@ -12,7 +12,7 @@ the 2020-12 meta-schema (Ajv set up for draft-07). The code that checks them nam
 
 from __future__ import annotations
 
-# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final
@@ -87,8 +87,6 @@ INPUT_SCHEMA: Final[dict[str, Any]] = {
     },
     "required": ["hits"],
 }
-
-DEFAULT_LIMIT: Final[int] = INPUT_SCHEMA["properties"]["limit"]["default"]
 
 OUTPUT_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",

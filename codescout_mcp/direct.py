@@ -21,7 +21,7 @@ from codescout_mcp.contract import TOOL_NAME
 from codescout_mcp.shapes import PROTOCOL_VERSION_KEY, modern_meta, request_meta
 from codescout_mcp.text import shown
 
-# Typing names are for the checker only: importing typing costs start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final

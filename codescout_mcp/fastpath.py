@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import codecs
 
-# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final

@@ -20,7 +20,7 @@ import json
 from codescout_mcp.contract import MAX_INTEGER_DIGITS
 from codescout_mcp.validate import OversizedInteger
 
-# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NoReturn

@@ -11,7 +11,7 @@ import stat
 
 from codescout_mcp.platform import CURRENT, System, posix_form
 
-# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable

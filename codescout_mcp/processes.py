@@ -15,7 +15,7 @@ import time
 
 from codescout_mcp.platform import CURRENT, System
 
-# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess

@@ -6,7 +6,7 @@ built from `catalog.py`) can name the versions before the SDK has finished impor
 
 from __future__ import annotations
 
-# Typing names are for the checker only: importing typing costs start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final

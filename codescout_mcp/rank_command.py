@@ -14,7 +14,7 @@ from codescout_mcp import limits
 from codescout_mcp.cli_streams import EXIT_OK, CliError, guarded, leave, read_input, write_stdout
 from codescout_mcp.text import shown
 
-# Typing names are for the checker only: importing typing costs start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence

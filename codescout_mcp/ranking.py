@@ -9,7 +9,7 @@ from operator import itemgetter, mul, sub
 
 from codescout_mcp.validate import validate
 
-# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable

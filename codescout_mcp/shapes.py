@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from codescout_mcp.protocol import MODERN_VERSIONS
 
-# Typing names are for the checker only: importing typing costs start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final

@@ -20,7 +20,7 @@ import json
 
 from codescout_mcp.contract import INPUT_SCHEMA, MAX_EXACT_FLOAT, MAX_INTEGER_DIGITS
 
-# Typing names are for the checker only: importing typing costs `codescout rank` start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -293,8 +293,8 @@ def _without_items(schema: dict[str, Any]) -> dict[str, Any]:
 # --- plain copies: what both engines judge when the input is not plain JSON values ---------
 
 
-def plain_arguments(arguments: object, schema: dict[str, Any] = INPUT_SCHEMA) -> object:
-    """The arguments with every field the contract reads copied into a plain JSON value.
+def _plain(value: object, schema: dict[str, Any]) -> object:
+    """`value` with every field the contract reads copied into a plain JSON value.
 
     Subclasses of dict, list, str, int and float are read through their base type's own
     storage, never through methods they override, so a `get` or `__eq__` of their own
@@ -302,10 +302,6 @@ def plain_arguments(arguments: object, schema: dict[str, Any] = INPUT_SCHEMA) ->
     MAX_INTEGER_DIGITS digits become +-HUGE. Fields the contract does not read are kept
     as they are (they are ignored). Values of other types are kept: they fail the type test.
     """
-    return _plain(arguments, schema)
-
-
-def _plain(value: object, schema: dict[str, Any]) -> object:
     kind = schema.get("type")
     if kind == "object" and isinstance(value, dict):
         properties: dict[str, Any] = schema["properties"]

@@ -37,12 +37,12 @@ from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
 from codescout_mcp.facts.repository import FileFacts, NeedsWork
-from codescout_mcp.paths import ancestors, describe_kind, relative_inside, resolved_folder, same_folder_inside
+from codescout_mcp.paths import ancestors, describe_kind, located, relative_inside, same_folder_inside
 from codescout_mcp.platform import name_problem
 from codescout_mcp.protocol import CALL_SECONDS
 from codescout_mcp.ranking import rank
 from codescout_mcp.results import tool_error, tool_result
-from codescout_mcp.text import shown
+from codescout_mcp.text import quoted, shown
 from codescout_mcp.validate import Checker, InvalidArguments
 
 logger = logging.getLogger("codescout")
@@ -112,7 +112,7 @@ class WorkspaceTool:
         for index, (path, shown_path) in enumerate(files):
             fact = described[path]
             if not isinstance(fact, FileFacts):  # it vanished after the check above
-                raise InvalidArguments(f"hits[{index}].path", f"cannot read {_quoted(shown_path)} ({fact.strerror})")
+                raise InvalidArguments(f"hits[{index}].path", f"cannot read {quoted(shown_path)} ({fact.strerror})")
             hit: dict[str, Any] = {
                 "path": shown_path,
                 "matches": checked.hits[index]["matches"],
@@ -181,21 +181,21 @@ class WorkspaceTool:
         where = f"hits[{index}].path"
         problem = name_problem(given)
         if problem is not None:
-            raise InvalidArguments(where, f"{_quoted(given)} {problem}")
-        located = self._located(str(self.root), given, folders)
-        shown_path = self._inside(located, identities)
+            raise InvalidArguments(where, f"{quoted(given)} {problem}")
+        located_path = located(str(self.root), given, folders)
+        shown_path = self._inside(located_path, identities)
         if shown_path is None:
-            raise InvalidArguments(where, self._outside(located, repository, identities))
-        status = self._regular_file(where, given, located, repository, identities)
+            raise InvalidArguments(where, self._outside(located_path, repository, identities))
+        status = self._regular_file(where, given, located_path, repository, identities)
         identity = (status.st_dev, status.st_ino)
         if status.st_ino and identity in seen:
             first, first_given = seen[identity]
             raise InvalidArguments(
-                where, f"{_quoted(given)} names the same file as hits[{first}] ({_quoted(first_given)})"
+                where, f"{quoted(given)} names the same file as hits[{first}] ({quoted(first_given)})"
             )
         seen[identity] = (index, given)
-        stats[located] = status
-        return located, shown_path
+        stats[located_path] = status
+        return located_path, shown_path
 
     def _regular_file(
         self,
@@ -212,17 +212,17 @@ class WorkspaceTool:
                 target = os.path.realpath(located)
                 if self._inside(target, identities) is None:
                     raise InvalidArguments(
-                        where, f"{_quoted(given)} is a link to {self._outside(target, repository, identities)}"
+                        where, f"{quoted(given)} is a link to {self._outside(target, repository, identities)}"
                     )
                 status = os.stat(located)
         except OSError as error:
             if error.errno in (errno.ENOENT, errno.ENOTDIR):
                 raise InvalidArguments(where, self._missing(given, repository)) from None
             if error.errno == errno.ENAMETOOLONG:
-                raise InvalidArguments(where, f"{_quoted(given)} is longer than a path can be") from None
-            raise InvalidArguments(where, f"cannot read {_quoted(given)} ({error.strerror})") from None
+                raise InvalidArguments(where, f"{quoted(given)} is longer than a path can be") from None
+            raise InvalidArguments(where, f"cannot read {quoted(given)} ({error.strerror})") from None
         if not stat.S_ISREG(status.st_mode):
-            raise InvalidArguments(where, f"{_quoted(given)} is {describe_kind(status.st_mode)}, not a regular file")
+            raise InvalidArguments(where, f"{quoted(given)} is {describe_kind(status.st_mode)}, not a regular file")
         return status
 
     def _outside(self, path: str, repository: Path | None, identities: dict[str, tuple[int, int] | None]) -> str:
@@ -235,7 +235,7 @@ class WorkspaceTool:
 
     def _missing(self, given: str, repository: Path | None) -> str:
         """Words for a path the workspace does not hold; naming the fix when the repository around it does."""
-        said = f"no such file in the workspace {shown(str(self.root))}: {_quoted(given)}"
+        said = f"no such file in the workspace {shown(str(self.root))}: {quoted(given)}"
         if self._in_enclosing(repository) and not os.path.isabs(given):
             assert repository is not None
             if os.path.isfile(os.path.join(repository, given)):
@@ -257,16 +257,3 @@ class WorkspaceTool:
     def _relative(path: str, root: str, identities: dict[str, tuple[int, int] | None]) -> str | None:
         inside = relative_inside(path, root)
         return inside if inside is not None else same_folder_inside(path, root, identities)
-
-    @staticmethod
-    def _located(root: str, given: str, folders: dict[str, str]) -> str:
-        joined = os.path.join(root, given)
-        folder, name = os.path.split(joined)
-        if name in ("", ".", ".."):
-            folder, name = joined, ""
-        return os.path.join(resolved_folder(folder, folders), name) if name else resolved_folder(folder, folders)
-
-
-def _quoted(path: str) -> str:
-    text = shown(path)
-    return f'"{text[:200]}"'

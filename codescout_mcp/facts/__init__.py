@@ -4,3 +4,9 @@ Read for `codescout hits` and for the opt-in tool rank_workspace_hits; the ranki
 never reads a repository. Every git runs with fixed arguments, a deadline, and nothing a
 repository configures (`git.py`); every file read here is a regular file read up to a size.
 """
+
+from collections.abc import Callable
+
+# How a fact-finder tells its caller something is off (one line each): `codescout hits` prints
+# it as a warning, the workspace tool logs it once.
+Warn = Callable[[str], None]

@@ -13,9 +13,10 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from codescout_mcp.facts import Warn
 from codescout_mcp.facts.git import GitError, GitMissing, NotARepository
 from codescout_mcp.facts.gitfiles import BlockingFile, RepositoryError
-from codescout_mcp.facts.repository import FileFacts, NeedsWork, RepositoryFacts, Warn
+from codescout_mcp.facts.repository import FileFacts, NeedsWork, RepositoryFacts
 from codescout_mcp.paths import ancestors, folder_identity, located, relative_inside, relative_to, same_folder_inside
 from codescout_mcp.platform import CURRENT, System
 from codescout_mcp.text import shown

@@ -23,11 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
+from codescout_mcp.facts import Warn
 from codescout_mcp.facts.globs import github_regex, gitlab_regex
 from codescout_mcp.paths import NotRegular, read_regular, relative_inside
 from codescout_mcp.text import shown
 
-Warn = Callable[[str], None]
 # Whether a rule's pattern matches a path (a match object or None, as `re` answers).
 Matcher = Callable[[str], object]
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final
 
+from codescout_mcp.facts import Warn
 from codescout_mcp.facts.codeowners import CODEOWNERS_PLACES, CodeOwners, load_codeowners
 from codescout_mcp.facts.git import Git, GitError, open_failure
 from codescout_mcp.facts.gitfiles import RepositoryError, ceiling_folders, check_for_git, git_files_around
@@ -40,8 +41,6 @@ SECONDS_PER_DAY: Final = 86_400
 STATUS_SLACK_NS: Final = 1_000_000_000
 # The most a HEAD file can sensibly hold ("ref: refs/heads/<name>" or a commit id).
 HEAD_LIMIT: Final = 64 * 1024
-
-Warn = Callable[[str], None]
 
 
 class NeedsWork(Exception):

@@ -20,13 +20,13 @@ import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
 
+from codescout_mcp.failure import ConfigurationError
 from codescout_mcp.http.access import is_loopback
 from codescout_mcp.http.asgi import ASGIApp
 from codescout_mcp.http.connections import GracefulServer, protocol_for
 from codescout_mcp.http.guard import Guard
 from codescout_mcp.http.settings import (
     ENDPOINT,
-    ConfigurationError,
     HttpSettings,
     bind,
     check_limits,
@@ -70,15 +70,12 @@ def _without_body_copies(server: Server[Any]) -> None:
 
 
 def serve_http(settings: HttpSettings, *, workspace: str | None = None) -> int:
-    """Serve streamable HTTP until SIGTERM or Ctrl-C; return the exit status."""
-    try:
-        check_limits(settings)
-        check_tls(settings)
-        token = token_from_environment()
-        sock = bind(settings.host, settings.port)
-    except ConfigurationError as error:
-        sys.stderr.write(f"codescout: {error}\n")
-        return 2
+    """Serve streamable HTTP until SIGTERM or Ctrl-C; the exit status (ConfigurationError for a setting
+    it cannot start with)."""
+    check_limits(settings)
+    check_tls(settings)
+    token = token_from_environment()
+    sock = bind(settings.host, settings.port)
     if not is_loopback(settings.host.strip("[]")) and not settings.allow_hosts:
         sys.stderr.write(
             f"codescout: warning: listening on {settings.host} with no --allow-host: only requests whose Host "

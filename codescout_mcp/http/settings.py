@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from codescout_mcp import limits
+from codescout_mcp.failure import ConfigurationError
 from codescout_mcp.platform import CURRENT, System
 
 TOKEN_VARIABLE: Final = "CODESCOUT_AUTH_TOKEN"
@@ -41,10 +42,6 @@ class HttpSettings:
         """Settings from options of which those left out (None) keep their defaults."""
         names = {field.name for field in fields(cls)}
         return cls(**{name: value for name, value in options.items() if name in names and value is not None})
-
-
-class ConfigurationError(Exception):
-    """A setting that makes the server unsafe or unable to start; reported as one line."""
 
 
 def token_from_environment() -> str | None:

@@ -41,7 +41,7 @@ from codescout_mcp.jsonrpc import INTERNAL_ERROR, Refusal
 from codescout_mcp.stdio.early import EarlyAnswers
 from codescout_mcp.stdio.pipes import DRAIN_SECONDS, STOP_SECONDS, Reader, Stopper, Writer
 
-# Typing names are for the checker only: importing typing costs start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

@@ -54,7 +54,7 @@ from codescout_mcp.shapes import (
 from codescout_mcp.stdio.framing import Line, value_of
 from codescout_mcp.stdio.pipes import EOF
 
-# Typing names are for the checker only: importing typing costs start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final

@@ -25,7 +25,7 @@ from codescout_mcp.platform import CURRENT, stop_signals
 from codescout_mcp.protocol import CALL_SECONDS
 from codescout_mcp.stdio.framing import LineFramer
 
-# Typing names are for the checker only: importing typing costs start-up time.
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable

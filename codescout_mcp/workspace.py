@@ -1,17 +1,18 @@
-"""`rank_workspace_hits`: rank paths an agent found, with ages and owners read from the checkout.
+"""The workspace: one checkout the server was pointed at, and `rank_workspace_hits` over it.
 
 For clients without a shell, which cannot run `rg --json | codescout hits | codescout rank`.
 The caller gives each file's path and match count; the server fills in the age and owner
-exactly as `codescout hits` does (`repository.Checkout`, one code path for both), then ranks
-with the handler `rank_search_results` uses. It reads git metadata and CODEOWNERS, never
-returns or interprets file contents; git runs with a fixed argument list, no shell, a
+exactly as `codescout hits` does (`facts.checkout.Checkout`, one code path for both), then
+ranks with the handler `rank_search_results` uses. It reads git metadata and CODEOWNERS,
+never returns or interprets file contents; git runs with a fixed argument list, no shell, a
 deadline, no GIT_* variables, and none of the commands a repository's config can name.
 
-What was read is kept between calls and refreshed when HEAD, the index, a ref or CODEOWNERS
-changes, or when a file's inode changed after its status was read, so repeated calls on an
-unchanged checkout cost a few `stat` calls, and an edit or a commit shows in the next call.
-A workspace that was a plain folder is looked at again on each call, so a `git init` (or a
-clone into it) shows at once.
+What was read is kept between calls (`Workspace`, shared by the tools that read the
+checkout) and refreshed when HEAD, the index, a ref or CODEOWNERS changes, or when a file's
+inode changed after its status was read, so repeated calls on an unchanged checkout cost a
+few `stat` calls, and an edit or a commit shows in the next call. A workspace that was a
+plain folder is looked at again on each call, so a `git init` (or a clone into it) shows at
+once. Everything one call works out lives in a `_Call` of its own. Standard library only.
 """
 
 from __future__ import annotations
@@ -27,33 +28,29 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-import mcp_types as types
-
-from codescout_mcp.contract import (
-    WORKSPACE_INPUT_SCHEMA,
-    WORKSPACE_TOOL_NAME,
-)
+from codescout_mcp.answers import catalog, words
+from codescout_mcp.contract import WORKSPACE_INPUT_SCHEMA, WORKSPACE_TOOL_NAME
 from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
-from codescout_mcp.facts.repository import FileFacts, NeedsWork
+from codescout_mcp.facts.repository import FileFacts, Lookup, NeedsWork
 from codescout_mcp.paths import ancestors, describe_kind, located, relative_inside, same_folder_inside
 from codescout_mcp.platform import name_problem
 from codescout_mcp.protocol import CALL_SECONDS
 from codescout_mcp.ranking import rank
-from codescout_mcp.results import tool_error, tool_result
 from codescout_mcp.text import quoted, shown
 from codescout_mcp.validate import Checker, InvalidArguments
 
 logger = logging.getLogger("codescout")
 
 CHECKER: Final = Checker(WORKSPACE_INPUT_SCHEMA)
+# A call of more paths than this goes to a worker thread at once; fewer are answered on the
+# event loop when everything they need is known already (a few stat calls a path).
+INLINE_HITS: Final = 1_000
 
 
-class WorkspaceTool:
-    """The tool for one workspace folder; safe to call from several threads."""
-
-    name: Final = WORKSPACE_TOOL_NAME
+class Workspace:
+    """One workspace folder and what was read of it; safe to use from several threads, one call at a time."""
 
     def __init__(self, folder: str) -> None:
         self.root = Path(os.path.realpath(folder))
@@ -62,91 +59,41 @@ class WorkspaceTool:
         self._git_entries: tuple[bool, ...] = ()  # which folders around the root had a .git when opened
         self._warned: set[str] = set()
 
-    def answer(self, arguments: dict[str, Any] | None, *, offline: bool = False) -> types.CallToolResult:
-        """The tool's result: the ranking, or a tool error naming the location.
-
-        With `offline`, NeedsWork when git or a file read must come first.
-        """
-        notes: list[str] = []
-        try:
-            return tool_result(
-                lambda: self.rank({} if arguments is None else arguments, offline=offline, notes=notes), notes
-            )
-        except (RepositoryError, GitError) as error:  # not the caller's doing
-            return tool_error(f"the workspace {shown(str(self.root))} cannot be read: {error}")
-
-    def rank(
-        self, arguments: object, now: float | None = None, *, offline: bool = False, notes: list[str] | None = None
-    ) -> dict[str, Any]:
-        """Rank the hits in `arguments`; InvalidArguments names a bad one by its index."""
-        checked = CHECKER.validate(arguments)
-        with self._turn(offline):  # one call at a time reads and updates what is kept
-            checkout = self._current_checkout(offline)
-            repository = checkout.main.base if checkout.main is not None else None
-            folders: dict[str, str] = {str(self.root): str(self.root)}
-            identities: dict[str, tuple[int, int] | None] = {}
-            stats: dict[str, os.stat_result] = {}
-            seen: dict[tuple[int, int], tuple[int, str]] = {}
-            files = []
-            for index, given in enumerate(checked.hits):
-                path, shown_path = self._file(index, given["path"], repository, folders, identities, stats, seen)
-                files.append((path, shown_path))
-            checkout.refresh()
-            described = checkout.describe(
-                [path for path, _ in files],
-                time.time() if now is None else now,
-                stats=stats,
-                offline=offline,
-                seconds=CALL_SECONDS,
-            )
-            if notes is not None:
-                notes.extend(checkout.notes)
-            # A file typed in another case or normalisation than git's (where the file system
-            # takes both for one) is answered under git's spelling, as git and its other hits name it.
-            for index, (path, _) in enumerate(files):
-                spelled = checkout.spellings.get(path)
-                shown_spelled = None if spelled is None else self._inside(spelled, identities)
-                if shown_spelled is not None:
-                    files[index] = (path, shown_spelled)
-        hits = []
-        for index, (path, shown_path) in enumerate(files):
-            fact = described[path]
-            if not isinstance(fact, FileFacts):  # it vanished after the check above
-                raise InvalidArguments(f"hits[{index}].path", f"cannot read {quoted(shown_path)} ({fact.strerror})")
-            hit: dict[str, Any] = {
-                "path": shown_path,
-                "matches": checked.hits[index]["matches"],
-                "last_modified_days": fact.days,
-            }
-            if fact.owner is not None:
-                hit["owner"] = fact.owner
-            hits.append(hit)
-        return rank({"hits": hits, "limit": checked.limit})
-
     @contextlib.contextmanager
-    def _turn(self, offline: bool) -> Iterator[None]:
-        """This call's turn at the workspace: at once (offline: NeedsWork, so that the event
-        loop never waits), or within the call's time (else RepositoryError, not a wait on
-        another call's git without end)."""
-        if not self._lock.acquire(blocking=not offline, timeout=-1 if offline else CALL_SECONDS):
-            if offline:
+    def turn(self, lookup: Lookup) -> Iterator[Checkout]:
+        """This call's turn at the workspace, and its checkout, fresh: at once with `cached_only`
+        (NeedsWork, so that the event loop never waits), or within the call's time (else
+        RepositoryError, not a wait on another call's git without end)."""
+        if lookup.cached_only:
+            taken = self._lock.acquire(blocking=False)
+        else:
+            left = lookup.seconds_left(self.root)
+            taken = self._lock.acquire(timeout=-1 if left is None else left)
+        if not taken:
+            if lookup.cached_only:
                 raise NeedsWork
             raise RepositoryError(
-                f"another call has been reading it for more than {CALL_SECONDS:.0f} s (git may be stuck); try again"
+                "another call was reading it for the whole time allowed (git may be stuck); try again"
             )
         try:
-            yield
+            checkout = self._current_checkout(lookup)
+            checkout.refresh()
+            yield checkout
         finally:
             self._lock.release()
 
-    def _current_checkout(self, offline: bool) -> Checkout:
+    def unreadable(self, error: Exception) -> dict[str, Any]:
+        """The tool error for a workspace that cannot be read (not the caller's doing)."""
+        return words.tool_error(f"the workspace {shown(str(self.root))} cannot be read: {error}")
+
+    def _current_checkout(self, lookup: Lookup) -> Checkout:
         """The checkout, opened again when the workspace was a plain folder and a .git appeared."""
         entries = self._git_entries_around()
         if self._checkout is None or (self._checkout.main is None and entries != self._git_entries):
-            if offline:
+            if lookup.cached_only:
                 raise NeedsWork
             self._checkout = Checkout.open(
-                None, cwd=self.root, warn=self._warn, isolated=True, strict=True, seconds=CALL_SECONDS
+                None, cwd=self.root, warn=self.warn, isolated=True, strict=True, seconds=lookup.seconds_left(self.root)
             )
             self._git_entries = entries
         return self._checkout
@@ -156,22 +103,81 @@ class WorkspaceTool:
             os.path.lexists(os.path.join(folder, ".git")) for folder in [str(self.root), *ancestors(str(self.root))]
         )
 
-    def _warn(self, message: str) -> None:
+    def warn(self, message: str) -> None:
         if message not in self._warned:  # each distinct warning once per server
             self._warned.add(message)
             logger.warning("workspace: %s", message)
 
-    def _file(
-        self,
-        index: int,
-        given: str,
-        repository: Path | None,
-        folders: dict[str, str],
-        identities: dict[str, tuple[int, int] | None],
-        stats: dict[str, os.stat_result],
-        seen: dict[tuple[int, int], tuple[int, str]],
-    ) -> tuple[str, str]:
-        """(resolved absolute path, path as shown) for one hit; InvalidArguments if it is unfit.
+
+class WorkspaceTool:
+    """`rank_workspace_hits`: the caller's paths and match counts, with ages and owners read here."""
+
+    name: Final = WORKSPACE_TOOL_NAME
+    definition: Final = catalog.WORKSPACE_TOOL
+
+    def __init__(self, workspace: Workspace, *, seconds: float = CALL_SECONDS) -> None:
+        self.workspace = workspace
+        self.seconds = seconds  # how long one call may take, git included
+
+    def heavy(self, arguments: dict[str, Any]) -> bool:
+        hits = arguments.get("hits")
+        return isinstance(hits, list) and len(hits) > INLINE_HITS
+
+    def call(self, arguments: dict[str, Any], *, cached_only: bool = False) -> dict[str, Any] | None:
+        """The tool result: the ranking (and its notes), or a tool error; with `cached_only`, None
+        when git or a file read must come first."""
+        lookup = Lookup(time.time(), seconds=self.seconds, cached_only=cached_only)
+        try:
+            ranking, notes = self.rank(arguments, lookup)
+        except NeedsWork:
+            return None
+        except InvalidArguments as error:
+            return words.tool_error(str(error))
+        except (RepositoryError, GitError) as error:
+            return self.workspace.unreadable(error)
+        return words.tool_result(ranking, notes)
+
+    def rank(self, arguments: object, lookup: Lookup) -> tuple[dict[str, Any], list[str]]:
+        """The ranking of the hits in `arguments`, and notes on it; InvalidArguments names a bad hit."""
+        checked = CHECKER.validate(arguments)
+        with self.workspace.turn(lookup) as checkout:  # one call at a time reads and updates what is kept
+            call = _Call(self.workspace.root, checkout)
+            files = [call.file(index, hit["path"]) for index, hit in enumerate(checked.hits)]
+            described = checkout.describe([path for path, _ in files], lookup, stats=call.stats)
+            # A file typed in another case or normalisation than git's (where the file system
+            # takes both for one) is answered under git's spelling, as git and its other hits name it.
+            for index, (path, _) in enumerate(files):
+                spelled = described.spellings.get(path)
+                answered_as = None if spelled is None else call.inside(spelled)
+                if answered_as is not None:
+                    files[index] = (path, answered_as)
+        hits = []
+        for index, (path, answered_as) in enumerate(files):
+            fact = described.facts[path]
+            if not isinstance(fact, FileFacts):  # it vanished after the check above
+                raise InvalidArguments(f"hits[{index}].path", f"cannot read {quoted(answered_as)} ({fact.strerror})")
+            hit: dict[str, Any] = {"path": answered_as, "matches": checked.hits[index]["matches"]}
+            hit["last_modified_days"] = fact.days
+            if fact.owner is not None:
+                hit["owner"] = fact.owner
+            hits.append(hit)
+        return rank({"hits": hits, "limit": checked.limit}), described.notes
+
+
+class _Call:
+    """What one call works out about the paths it was given: folders resolved, folder identities,
+    each file's stat, and which file each earlier hit named."""
+
+    def __init__(self, root: Path, checkout: Checkout) -> None:
+        self.root = str(root)
+        self.repository = checkout.main.base if checkout.main is not None else None
+        self.folders: dict[str, str] = {self.root: self.root}
+        self.identities: dict[str, tuple[int, int] | None] = {}
+        self.stats: dict[str, os.stat_result] = {}
+        self.seen: dict[tuple[int, int], tuple[int, str]] = {}
+
+    def file(self, index: int, given: str) -> tuple[str, str]:
+        """(resolved absolute path, path as answered) for one hit; InvalidArguments if it is unfit.
 
         The workspace folder is the one boundary, for every spelling of a path: relative to
         it, absolute, through `..` or links (the folders on the way are resolved as the system
@@ -182,42 +188,38 @@ class WorkspaceTool:
         problem = name_problem(given)
         if problem is not None:
             raise InvalidArguments(where, f"{quoted(given)} {problem}")
-        located_path = located(str(self.root), given, folders)
-        shown_path = self._inside(located_path, identities)
-        if shown_path is None:
-            raise InvalidArguments(where, self._outside(located_path, repository, identities))
-        status = self._regular_file(where, given, located_path, repository, identities)
+        path = located(self.root, given, self.folders)
+        answered_as = self.inside(path)
+        if answered_as is None:
+            raise InvalidArguments(where, self._outside(path))
+        status = self._regular_file(where, given, path)
         identity = (status.st_dev, status.st_ino)
-        if status.st_ino and identity in seen:
-            first, first_given = seen[identity]
+        if status.st_ino and identity in self.seen:
+            first, first_given = self.seen[identity]
             raise InvalidArguments(
                 where, f"{quoted(given)} names the same file as hits[{first}] ({quoted(first_given)})"
             )
-        seen[identity] = (index, given)
-        stats[located_path] = status
-        return located_path, shown_path
+        self.seen[identity] = (index, given)
+        self.stats[path] = status
+        return path, answered_as
 
-    def _regular_file(
-        self,
-        where: str,
-        given: str,
-        located: str,
-        repository: Path | None,
-        identities: dict[str, tuple[int, int] | None],
-    ) -> os.stat_result:
-        """The stat of the regular file at `located` (a link followed, if it stays inside)."""
+    def inside(self, path: str) -> str | None:
+        """`path` relative to the workspace, `/`-separated, as the answer shows it; None when outside."""
+        inside = self._relative(path, self.root)
+        return inside or None  # (the workspace itself is no file)
+
+    def _regular_file(self, where: str, given: str, path: str) -> os.stat_result:
+        """The stat of the regular file at `path` (a link followed, if it stays inside)."""
         try:
-            status = os.lstat(located)
+            status = os.lstat(path)
             if stat.S_ISLNK(status.st_mode):
-                target = os.path.realpath(located)
-                if self._inside(target, identities) is None:
-                    raise InvalidArguments(
-                        where, f"{quoted(given)} is a link to {self._outside(target, repository, identities)}"
-                    )
-                status = os.stat(located)
+                target = os.path.realpath(path)
+                if self.inside(target) is None:
+                    raise InvalidArguments(where, f"{quoted(given)} is a link to {self._outside(target)}")
+                status = os.stat(path)
         except OSError as error:
             if error.errno in (errno.ENOENT, errno.ENOTDIR):
-                raise InvalidArguments(where, self._missing(given, repository)) from None
+                raise InvalidArguments(where, self._missing(given)) from None
             if error.errno == errno.ENAMETOOLONG:
                 raise InvalidArguments(where, f"{quoted(given)} is longer than a path can be") from None
             raise InvalidArguments(where, f"cannot read {quoted(given)} ({error.strerror})") from None
@@ -225,35 +227,29 @@ class WorkspaceTool:
             raise InvalidArguments(where, f"{quoted(given)} is {describe_kind(status.st_mode)}, not a regular file")
         return status
 
-    def _outside(self, path: str, repository: Path | None, identities: dict[str, tuple[int, int] | None]) -> str:
+    def _outside(self, path: str) -> str:
         """Words for a path outside the workspace; naming the fix when it is in the repository around it."""
-        said = f"outside the workspace {shown(str(self.root))}"
-        if self._in_enclosing(repository) and self._relative(path, str(repository), identities) is not None:
-            said += f"; the workspace is a folder inside the repository {shown(str(repository))}: "
-            said += f"pass --workspace {shown(str(repository))}"
+        said = f"outside the workspace {shown(self.root)}"
+        if self._in_enclosing() and self._relative(path, str(self.repository)) is not None:
+            said += f"; the workspace is a folder inside the repository {shown(str(self.repository))}: "
+            said += f"pass --workspace {shown(str(self.repository))}"
         return said
 
-    def _missing(self, given: str, repository: Path | None) -> str:
+    def _missing(self, given: str) -> str:
         """Words for a path the workspace does not hold; naming the fix when the repository around it does."""
-        said = f"no such file in the workspace {shown(str(self.root))}: {quoted(given)}"
-        if self._in_enclosing(repository) and not os.path.isabs(given):
-            assert repository is not None
-            if os.path.isfile(os.path.join(repository, given)):
+        said = f"no such file in the workspace {shown(self.root)}: {quoted(given)}"
+        if self._in_enclosing() and not os.path.isabs(given):
+            assert self.repository is not None
+            if os.path.isfile(os.path.join(self.repository, given)):
                 said += (
-                    f"; the workspace is a folder inside the repository {shown(str(repository))}, which has it: "
-                    f"pass --workspace {shown(str(repository))}"
+                    f"; the workspace is a folder inside the repository {shown(str(self.repository))}, which has it: "
+                    f"pass --workspace {shown(str(self.repository))}"
                 )
         return said
 
-    def _in_enclosing(self, repository: Path | None) -> bool:
-        return repository is not None and repository != self.root
+    def _in_enclosing(self) -> bool:
+        return self.repository is not None and str(self.repository) != self.root
 
-    def _inside(self, path: str, identities: dict[str, tuple[int, int] | None]) -> str | None:
-        """`path` relative to the workspace, `/`-separated, as the answer shows it; None when outside."""
-        inside = self._relative(path, str(self.root), identities)
-        return inside or None  # (the workspace itself is no file)
-
-    @staticmethod
-    def _relative(path: str, root: str, identities: dict[str, tuple[int, int] | None]) -> str | None:
+    def _relative(self, path: str, root: str) -> str | None:
         inside = relative_inside(path, root)
-        return inside if inside is not None else same_folder_inside(path, root, identities)
+        return inside if inside is not None else same_folder_inside(path, root, self.identities)

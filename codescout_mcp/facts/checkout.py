@@ -9,14 +9,13 @@ involved, never one per file. Both `codescout hits` and `rank_workspace_hits` as
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.git import GitError, GitMissing, NotARepository
 from codescout_mcp.facts.gitfiles import BlockingFile, RepositoryError
-from codescout_mcp.facts.repository import FileFacts, NeedsWork, RepositoryFacts
+from codescout_mcp.facts.repository import Described, FileFacts, Lookup, NeedsWork, RepositoryFacts
 from codescout_mcp.paths import ancestors, folder_identity, located, relative_inside, relative_to, same_folder_inside
 from codescout_mcp.platform import CURRENT, System
 from codescout_mcp.text import shown
@@ -52,10 +51,6 @@ class Checkout:
         self.isolated = isolated
         self.strict = strict
         self.system = system
-        self.notes: list[str] = []  # what the last describe() has to tell the caller
-        # From the last describe(): each path asked about that git tracks under another spelling
-        # (`Src/a.py` for git's `src/a.py` where the file system ignores case), as that spelling.
-        self.spellings: dict[str, str] = {}
         # Repositories found so far, by the folder their .git is in and by their root (None:
         # a .git that is no repository git will read; its files belong to the folder around).
         self._repositories: dict[str, RepositoryFacts | None] = {}
@@ -90,7 +85,6 @@ class Checkout:
         named = f"--repo {shown(repo)}" if repo is not None else shown(str(cwd))
         if repo is not None and not where.is_dir():
             raise RepositoryError(f"{named}: no such directory")
-        options = {"codeowners": codeowners, "warn": warn, "isolated": isolated, "strict": strict}
         try:
             main = RepositoryFacts.open(
                 where, codeowners=codeowners, warn=warn, isolated=isolated, named=named, seconds=seconds
@@ -103,13 +97,13 @@ class Checkout:
             if repo is not None:
                 raise RepositoryError("git is not installed, and --repo needs it") from None
             warn("git is not installed; ages come from file modification times and there are no owners")
-            return cls(Path(os.path.realpath(cwd)), None, **options)  # type: ignore[arg-type]
+            return cls(Path(os.path.realpath(cwd)), None, codeowners=codeowners, warn=warn, isolated=isolated)
         except GitError as error:
             if repo is not None or strict:
                 raise RepositoryError(str(error)) from None
             main = None  # said when a file in it is asked about (the folder's .git is met then)
         base = main.base if main is not None else Path(os.path.realpath(cwd))
-        return cls(base, main, **options)  # type: ignore[arg-type]
+        return cls(base, main, codeowners=codeowners, warn=warn, isolated=isolated, strict=strict)
 
     # -- where a path is
 
@@ -117,7 +111,7 @@ class Checkout:
         """`given` (relative to `cwd`, or absolute) as a resolved absolute path (`paths.located`)."""
         return located(str(cwd), given, folders if folders is not None else {})
 
-    def shown(self, path: str) -> str:
+    def name_of(self, path: str) -> str:
         """A resolved path as the caller sees it: relative to the base, `/`-separated."""
         inside = relative_inside(path, str(self.base), self.system)
         if inside is None:
@@ -137,20 +131,14 @@ class Checkout:
     # -- the facts
 
     def describe(
-        self,
-        paths: Iterable[str],
-        now: float,
-        *,
-        stats: dict[str, os.stat_result] | None = None,
-        offline: bool = False,
-        seconds: float | None = None,
-    ) -> dict[str, FileFacts | OSError]:
-        """Days and owner for each resolved absolute path (see RepositoryFacts.describe)."""
-        deadline = None if seconds is None else time.monotonic() + seconds
+        self, paths: Iterable[str], lookup: Lookup, *, stats: dict[str, os.stat_result] | None = None
+    ) -> Described:
+        """Days and owner for each resolved absolute path (see RepositoryFacts.describe); the
+        spellings are absolute paths too."""
         groups: dict[RepositoryFacts, dict[str, str]] = {}
         holders: dict[str, RepositoryFacts] = {}  # folder -> the facts for files in it
         for path in dict.fromkeys(paths):
-            facts = self._holder(os.path.dirname(path), holders, offline, deadline)
+            facts = self._holder(os.path.dirname(path), holders, lookup)
             name = relative_inside(path, str(facts.base), self.system)
             if name is None and facts.in_git:
                 name = same_folder_inside(path, str(facts.base), self._identities)
@@ -158,25 +146,19 @@ class Checkout:
                 name = relative_to(path, str(facts.base), self.system)
             groups.setdefault(facts, {})[path] = name
         answers: dict[str, FileFacts | OSError] = {}
-        notes = []
+        notes: list[str] = []
         spellings: dict[str, str] = {}
         for facts, names in groups.items():
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
             given = {name: stats[path] for path, name in names.items() if stats and path in stats}
-            described = facts.describe(names.values(), now, stats=given, offline=offline, seconds=left)
+            described = facts.describe(names.values(), lookup, stats=given)
             for path, name in names.items():
-                answers[path] = described[name]
-                if name in facts.spellings:
-                    spellings[path] = os.path.join(facts.base, *facts.spellings[name].split("/"))
-            if facts.shallow_note is not None:
-                notes.append(facts.shallow_note)
-        self.notes = notes
-        self.spellings = spellings
-        return answers
+                answers[path] = described.facts[name]
+                if name in described.spellings:
+                    spellings[path] = os.path.join(facts.base, *described.spellings[name].split("/"))
+            notes += described.notes
+        return Described(answers, spellings, notes)
 
-    def _holder(
-        self, folder: str, holders: dict[str, RepositoryFacts], offline: bool, deadline: float | None
-    ) -> RepositoryFacts:
+    def _holder(self, folder: str, holders: dict[str, RepositoryFacts], lookup: Lookup) -> RepositoryFacts:
         """The facts for files in `folder`: those of the innermost repository around it."""
         if folder in holders:
             return holders[folder]
@@ -190,7 +172,7 @@ class Checkout:
             if candidate in self._repositories:
                 found = self._repositories[candidate]
             elif os.path.lexists(os.path.join(candidate, ".git")):
-                found = self._open_inner(candidate, offline, deadline)
+                found = self._open_inner(candidate, lookup)
             if found is not None:
                 break
         holder = found if found is not None else self._plain
@@ -209,12 +191,12 @@ class Checkout:
                 return facts
         return None
 
-    def _open_inner(self, folder: str, offline: bool, deadline: float | None) -> RepositoryFacts | None:
+    def _open_inner(self, folder: str, lookup: Lookup) -> RepositoryFacts | None:
         """The repository whose work tree holds `folder` (a submodule, a nested or sibling one)."""
-        if offline:
+        if lookup.cached_only:
             raise NeedsWork
         facts: RepositoryFacts | None
-        seconds = None if deadline is None else max(0.0, deadline - time.monotonic())
+        seconds = lookup.seconds_left(Path(folder))
         try:
             facts = RepositoryFacts.open(
                 Path(folder), codeowners=self.dialect, warn=self.warn, isolated=True, seconds=seconds

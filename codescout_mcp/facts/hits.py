@@ -20,7 +20,7 @@ from codescout_mcp.facts import Warn
 from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
-from codescout_mcp.facts.repository import FileFacts
+from codescout_mcp.facts.repository import FileFacts, Lookup
 from codescout_mcp.facts.ripgrep import RipgrepError, read_match_counts
 from codescout_mcp.text import shown
 
@@ -82,22 +82,22 @@ def build_arguments(
             status = os.stat(path)
         except (OSError, ValueError):
             continue  # said below, with the rest of what cannot be read
-        left_out = _not_a_hit(checkout.shown(path), status)
+        left_out = _not_a_hit(checkout.name_of(path), status)
         if left_out is not None:
-            checkout.warn(f"{shown(checkout.shown(path))}: left out, {left_out}")
+            checkout.warn(f"{shown(checkout.name_of(path))}: left out, {left_out}")
             del located[path]
         else:
             stats[path] = status
     checkout.refresh()
-    described = checkout.describe(located, now, stats=stats)
-    for note in checkout.notes:
+    described = checkout.describe(located, Lookup(now), stats=stats)
+    for note in described.notes:
         checkout.warn(note)
     # One file given under two names (`src/a.py` and `SRC/A.PY` where the file system ignores
     # case; the repository and an alias of it) is one hit, named as git names it.
     merged: dict[str, tuple[int, FileFacts | OSError]] = {}
     for path, count in located.items():
-        name = checkout.shown(checkout.spellings.get(path, path))
-        merged[name] = (merged[name][0] + count if name in merged else count, described[path])
+        name = checkout.name_of(described.spellings.get(path, path))
+        merged[name] = (merged[name][0] + count if name in merged else count, described.facts[path])
     hits: list[dict[str, Any]] = []
     for name in sorted(merged):
         matches, fact = merged[name]

@@ -44,7 +44,45 @@ HEAD_LIMIT: Final = 64 * 1024
 
 
 class NeedsWork(Exception):
-    """Raised by `describe(..., offline=True)` when the answer needs git or a file read first."""
+    """Raised by a lookup with `cached_only` when the answer needs git or a file read first."""
+
+
+class Lookup:
+    """One call's terms for a lookup: the moment ages count to, when it must be done, and whether
+    it may only answer from what is known (NeedsWork otherwise, raised before anything changes).
+
+    Passed down through `Checkout` and `RepositoryFacts`, never kept on them: they are shared
+    between calls, and a lookup is one call's.
+    """
+
+    __slots__ = ("cached_only", "deadline", "now")
+
+    def __init__(self, now: float, *, seconds: float | None = None, cached_only: bool = False) -> None:
+        self.now = now
+        self.deadline = math.inf if seconds is None else time.monotonic() + seconds  # monotonic
+        self.cached_only = cached_only
+
+    def seconds_left(self, where: Path | None = None) -> float | None:
+        """What is left of the time allowed (None: no limit); GitError, naming `where`, once it is gone."""
+        if self.deadline == math.inf:
+            return None
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            said = shown(str(where)) if where is not None else "the repository"
+            raise GitError(f"reading {said} took longer than the time allowed")
+        return left
+
+
+class Described:
+    """What one lookup found: each path's facts (or its stat error), the paths git tracks under
+    another spelling (that spelling), and notes the caller should pass on."""
+
+    __slots__ = ("facts", "notes", "spellings")
+
+    def __init__(self, facts: dict[str, FileFacts | OSError], spellings: dict[str, str], notes: list[str]) -> None:
+        self.facts = facts
+        self.spellings = spellings
+        self.notes = notes
 
 
 @dataclass(frozen=True)
@@ -107,7 +145,7 @@ class RepositoryFacts:
     changed now; a file git does not track (not in the index: untracked, ignored, inside
     `.git`) uses its modification time, as does every file outside a git repository. In a
     shallow clone, files last changed beyond the boundary get the date of the oldest commit
-    on the branch's first-parent line, and `shallow_note` says so.
+    on the branch's first-parent line, and a note says so.
 
     The object keeps what it read, so that asking again is cheap; `refresh()` drops what a
     new commit, a checkout, a change to the index or CODEOWNERS has made stale, and files
@@ -134,14 +172,9 @@ class RepositoryFacts:
         self.dialect = codeowners
         self.warn = warn
         self.system = system
-        self.shallow_note: str | None = None  # what the last describe() has to say about shallowness
-        # From the last describe(): each name asked about that git tracks under another
-        # spelling (another case or normalisation of the same file), and that spelling.
-        self.spellings: dict[str, str] = {}
         self._signature: tuple[object, ...] | None = None
         self._owners: CodeOwners | None = None
         self._owners_signature: tuple[object, ...] | None = None
-        self._deadline = math.inf
         self._forget()
 
     @property
@@ -247,22 +280,13 @@ class RepositoryFacts:
     # -- the facts
 
     def describe(
-        self,
-        names: Iterable[str],
-        now: float,
-        *,
-        stats: dict[str, os.stat_result] | None = None,
-        offline: bool = False,
-        seconds: float | None = None,
-    ) -> dict[str, FileFacts | OSError]:
+        self, names: Iterable[str], lookup: Lookup, *, stats: dict[str, os.stat_result] | None = None
+    ) -> Described:
         """Days and owner for each path (relative to the base, `/`-separated), or its stat error.
 
-        `stats` may hold what `os.stat` already said of some of the paths. With `offline`,
-        NeedsWork is raised (before anything is changed) if git or a file read would be
-        needed: the caller can then ask again where a slow answer does no harm. git gets
-        `seconds` in all, when given.
+        `stats` may hold what `os.stat` already said of some of the paths; the lookup says when
+        ages count to, the time git gets in all, and whether only what is known may answer.
         """
-        self._deadline = math.inf if seconds is None else time.monotonic() + seconds
         wanted = list(dict.fromkeys(names))
         known: dict[str, os.stat_result | OSError] = dict(stats or {})
         base = os.path.join(self.base, "")
@@ -272,24 +296,24 @@ class RepositoryFacts:
                     known[name] = os.stat(os.path.join(base, name))
                 except (OSError, ValueError) as error:
                     known[name] = error if isinstance(error, OSError) else OSError(0, str(error))
-        present = [name for name in wanted if not isinstance(known[name], OSError)]
-        owners = self.codeowners(offline)
+        present = {name: status for name in wanted if not isinstance(status := known[name], OSError)}
+        owners = self.codeowners(lookup.cached_only)
         spelled: dict[str, str] = {}
         changed: set[str] = set()
         commit_times: dict[str, int] = {}
         if self.in_git:
-            if offline and self._index is None:
+            if lookup.cached_only and self._index is None:
                 raise NeedsWork
-            index = self._tracked()
-            for name in present:
+            index = self._tracked(lookup)
+            for name, status in present.items():
                 if name not in index:
-                    spelling = self._index_spelling(name, known[name])  # type: ignore[arg-type]
+                    spelling = self._index_spelling(name, status)
                     if spelling is not None:
                         spelled[name] = spelling
             tracked = [spelled.get(name, name) for name in present if name in index or name in spelled]
-            tracked_stats = {spelled.get(name, name): known[name] for name in present}
-            changed = self._states(tracked, tracked_stats, offline)  # type: ignore[arg-type]
-            commit_times = self._commit_times([name for name in tracked if name not in changed], offline)
+            tracked_stats = {spelled.get(name, name): status for name, status in present.items()}
+            changed = self._states(tracked, tracked_stats, lookup)
+            commit_times = self._commit_times([name for name in tracked if name not in changed], lookup)
         facts: dict[str, FileFacts | OSError] = {}
         at_boundary = 0
         for name in wanted:
@@ -299,46 +323,37 @@ class RepositoryFacts:
                 continue
             tracked_name = spelled.get(name, name)
             if name == ".." or name.startswith("../") or os.path.isabs(name):  # not in this work tree
-                facts[name] = FileFacts(whole_days(now, status.st_mtime), None)
+                facts[name] = FileFacts(whole_days(lookup.now, status.st_mtime), None)
                 continue
             if tracked_name in changed:
                 days = 0
             elif tracked_name in commit_times:
-                days = whole_days(now, commit_times[tracked_name])
+                days = whole_days(lookup.now, commit_times[tracked_name])
                 at_boundary += tracked_name in self._at_boundary
             else:
-                days = whole_days(now, status.st_mtime)
+                days = whole_days(lookup.now, status.st_mtime)
             facts[name] = FileFacts(days, owners.owner_of(tracked_name))
-        self.shallow_note = self._shallow_note(at_boundary) if at_boundary else None
-        self.spellings = spelled
-        return facts
+        return Described(facts, spelled, [self._shallow_note(at_boundary)] if at_boundary else [])
 
-    def codeowners(self, offline: bool = False) -> CodeOwners:
+    def codeowners(self, cached_only: bool = False) -> CodeOwners:
         """The CODEOWNERS rules, read again only when a CODEOWNERS file changed."""
         if not self.in_git:
             return CodeOwners.empty()
         signature = tuple(_stat_signature(self.base / place) for place in CODEOWNERS_PLACES)
         if self._owners is None or signature != self._owners_signature:
-            if offline:
+            if cached_only:
                 raise NeedsWork
             self._owners = load_codeowners(self.base, self.dialect, self.warn)
             self._owners_signature = signature
         return self._owners
 
-    def _seconds_left(self) -> float | None:
-        if self._deadline == math.inf:
-            return None
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            assert self.git is not None
-            raise GitError(f"reading {shown(str(self.base))} took longer than the time allowed")
-        return left
-
-    def _tracked(self) -> set[str]:
+    def _tracked(self, lookup: Lookup) -> set[str]:
         """The paths in the index (what git tracks), read once per index."""
         assert self.git is not None
         if self._index is None:
-            _, out, _ = self.git.run("ls-files", "-z", "--cached", "--full-name", seconds=self._seconds_left())
+            _, out, _ = self.git.run(
+                "ls-files", "-z", "--cached", "--full-name", seconds=lookup.seconds_left(self.base)
+            )
             self._index = {decode_name(field, self.system) for field in out.split(b"\0") if field}
             self._folded_index = None
         return self._index
@@ -373,14 +388,14 @@ class RepositoryFacts:
                 return candidate
         return None
 
-    def _states(self, names: list[str], stats: dict[str, os.stat_result], offline: bool) -> set[str]:
+    def _states(self, names: list[str], stats: dict[str, os.stat_result], lookup: Lookup) -> set[str]:
         """Which of these tracked paths have uncommitted changes (staged or not)."""
         assert self.git is not None
         if self._status_read_at is None:
-            if offline:
+            if lookup.cached_only:
                 raise NeedsWork
             self._status_read_at = time.time_ns()
-            self._changed = self._read_status(())
+            self._changed = self._read_status((), lookup)
             self._status_reused = False
         changed: set[str] = set()
         again: list[str] = []
@@ -400,10 +415,10 @@ class RepositoryFacts:
             elif is_changed:
                 changed.add(name)
         if again:
-            if offline:
+            if lookup.cached_only:
                 raise NeedsWork
             read_at = time.time_ns()
-            fresh = self._read_status(again)
+            fresh = self._read_status(again, lookup)
             for name in again:
                 self._rechecked[name] = (read_at, name in fresh)
                 if name in fresh:
@@ -411,7 +426,7 @@ class RepositoryFacts:
         self._signatures.update(signatures)  # only once the answer stands (NeedsWork keeps the old)
         return changed
 
-    def _read_status(self, names: Iterable[str]) -> set[str]:
+    def _read_status(self, names: Iterable[str], lookup: Lookup) -> set[str]:
         """The tracked paths with changes, among `names` (all of them when empty).
 
         Untracked files are not looked for (`-uno`): a path outside the index is untracked
@@ -423,7 +438,7 @@ class RepositoryFacts:
         filters = self.git.filter_overrides()
         changed: set[str] = set()
         for chunk in _chunks(list(names), self.system) if names else [[]]:
-            _, out, _ = self.git.run(*args, "--", *chunk, overrides=filters, seconds=self._seconds_left())
+            _, out, _ = self.git.run(*args, "--", *chunk, overrides=filters, seconds=lookup.seconds_left(self.base))
             for field in out.split(b"\0"):
                 if len(field) >= 4 and field[:2] not in (b"??", b"!!"):
                     changed.add(decode_name(field[3:], self.system))
@@ -445,16 +460,16 @@ class RepositoryFacts:
         check_for_git([self.base / ".gitattributes", self.common_dir / "info" / "attributes"])
         self._attributes_checked = self._index
 
-    def _commit_times(self, names: list[str], offline: bool) -> dict[str, int]:
+    def _commit_times(self, names: list[str], lookup: Lookup) -> dict[str, int]:
         """Each tracked, unchanged path's commit time by the rule in the class docstring."""
         missing = {name for name in names if name not in self._commit_time}
         if missing and not self._walk_complete:
-            if offline:
+            if lookup.cached_only:
                 raise NeedsWork
-            self._walk(missing if not self._commit_time else None)
+            self._walk(missing if not self._commit_time else None, lookup)
         return {name: self._commit_time[name] for name in names if name in self._commit_time}
 
-    def _walk(self, wanted: set[str] | None) -> None:
+    def _walk(self, wanted: set[str] | None, lookup: Lookup) -> None:
         """One pass over first-parent history; stops once every wanted path is found."""
         assert self.git is not None
         found = self._commit_time
@@ -464,7 +479,7 @@ class RepositoryFacts:
             *("log", "--first-parent", "--diff-merges=first-parent", "--no-renames", "--no-ext-diff", "--no-textconv"),
             *("-z", "--format=%x00%ct %H", "--name-only", "HEAD", "--"),
         )
-        with self.git.stream(*args, seconds=self._seconds_left()) as out:
+        with self.git.stream(*args, seconds=lookup.seconds_left(self.base)) as out:
             for when, commit, name in log_entries(out, self.system):
                 if name not in found:
                     found[name] = when

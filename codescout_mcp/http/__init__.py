@@ -35,13 +35,15 @@ from codescout_mcp.http.settings import (
 )
 from codescout_mcp.platform import stop_signals
 from codescout_mcp.server import build_server
+from codescout_mcp.toolbox import Offer
 
 logger = logging.getLogger("codescout")
 
 
 def build_app(settings: HttpSettings, *, token: str | None = None, workspace: str | None = None) -> ASGIApp:
     """The ASGI app serving the tool at /mcp behind the Guard."""
-    server = build_server(workspace=workspace)
+    offer = Offer(workspace)
+    server = build_server(offer=offer)
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=ENDPOINT,
         stateless_http=True,
@@ -51,7 +53,7 @@ def build_app(settings: HttpSettings, *, token: str | None = None, workspace: st
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     _without_body_copies(server)
-    return Guard(app, server, settings, token)
+    return Guard(app, server, offer.door(), settings, token)
 
 
 def _without_body_copies(server: Server[Any]) -> None:
@@ -107,10 +109,10 @@ def serve_http(settings: HttpSettings, *, workspace: str | None = None) -> int:
     for signum in stop_signals():
         signal.signal(signum, server.handle_exit)
     bound_host, bound_port = sock.getsockname()[:2]
-    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    address = f"[{bound_host}]" if ":" in bound_host else bound_host
     scheme = "https" if settings.tls_certfile is not None else "http"
     sys.stderr.write(
-        f"codescout: serving MCP (streamable HTTP, stateless) at {scheme}://{shown}:{bound_port}{ENDPOINT}"
+        f"codescout: serving MCP (streamable HTTP, stateless) at {scheme}://{address}:{bound_port}{ENDPOINT}"
         f"{' with a bearer token' if token else ''}\n"
     )
     sys.stderr.flush()

@@ -30,11 +30,13 @@ import pydantic_core
 from mcp.server.connection import Connection
 from mcp.server.lowlevel import Server
 from mcp.server.runner import serve_connection
+from mcp.shared.inbound import InboundModernRoute, classify_inbound_request, find_duplicated_routing_header
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp.shared.transport_context import TransportContext
 
-from codescout_mcp import direct
+from codescout_mcp.answers import words
+from codescout_mcp.answers.door import Call, Door, Session
 from codescout_mcp.http.budget import Held
 from codescout_mcp.jsonrpc import (
     INTERNAL_ERROR,
@@ -46,16 +48,12 @@ from codescout_mcp.jsonrpc import (
     encode,
     to_message,
 )
-from codescout_mcp.server import direct_answer
 
 # What the SDK's stateless transport tells handlers: streamable HTTP, and no way to send the
 # client a request (a JSON answer has room for one reply, and there is no session to reply on).
 _TRANSPORT: Final = TransportContext(kind="streamable-http", can_send_request=False)
 
-BATCH_TOO_LARGE: Final = (
-    "Internal error: this batch's answers passed the server's buffer (--max-buffered-bytes); "
-    "send its requests in smaller batches"
-)
+BATCH_TOO_LARGE: Final = words.batch_too_large("the server's buffer (--max-buffered-bytes)")
 
 
 async def exchange(server: Server[Any], message: types.JSONRPCMessage, version: str) -> dict[str, Any] | None:
@@ -99,6 +97,20 @@ async def exchange(server: Server[Any], message: types.JSONRPCMessage, version: 
     return _answer(request.id, answer)
 
 
+def modern_checks_pass(scope: dict[str, Any] | Any, message: dict[str, Any]) -> bool:
+    """Whether the SDK's 2026-07-28 entry would serve this request (a checked envelope) as it is:
+    no routing header given twice, and headers and envelope that agree (`classify_inbound_request`,
+    mcp 2.3.0, `mcp/shared/inbound.py`, as `handle_modern_request` asks it). Where they do not,
+    the SDK's entry answers, in its words. (Its last check, `Mcp-Param-*` headers against the
+    tool's input schema, holds nothing for codescout's tools, which declare none.)
+    """
+    raw = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in scope.get("headers", ())]
+    if find_duplicated_routing_header(raw) is not None:
+        return False
+    folded = {name.lower(): value for name, value in raw}
+    return isinstance(classify_inbound_request(message, headers=folded), InboundModernRoute)
+
+
 def _answer(request_id: types.RequestId, answer: types.JSONRPCMessage | None) -> dict[str, Any]:
     if isinstance(answer, types.JSONRPCResponse):
         return {"jsonrpc": "2.0", "id": request_id, "result": answer.result}
@@ -123,7 +135,7 @@ def encoded(answer: dict[str, Any]) -> bytes:
 
 
 async def batch_answer(
-    server: Server[Any], members: list[Any], version: str, held: Held, gone: anyio.Event
+    server: Server[Any], door: Door, members: list[Any], version: str, held: Held, gone: anyio.Event
 ) -> bytes | None:
     """The answers to a JSON-RPC batch (protocol 2025-03-26) as one array; None when it holds only
     notifications and responses. Each member is served in turn and its value dropped once served;
@@ -135,7 +147,7 @@ async def batch_answer(
         if gone.is_set():
             return None
         member, members[index] = members[index], None  # each member's value goes once it is served
-        answer = await _batch_member(server, member, version, seen)
+        answer = await _batch_member(server, door, member, version, seen)
         del member
         if answer is None:
             continue
@@ -150,14 +162,15 @@ async def batch_answer(
 
 
 async def _batch_member(
-    server: Server[Any], member: object, version: str, seen: set[tuple[type, RequestId]]
+    server: Server[Any], door: Door, member: object, version: str, seen: set[tuple[type, RequestId]]
 ) -> dict[str, Any] | None:
     try:
         envelope = check_envelope(member, in_batch=True)
         if "id" in envelope and "method" in envelope:
             check_unique_id(envelope["id"], seen)
-        if direct.answerable(envelope, modern=False):
-            return await direct_answer(envelope, modern=False)
+        route = door.route(envelope, Session.stateless(version))
+        if isinstance(route, Call):
+            return await route.answer()
         message = to_message(envelope)
     except Refusal as refusal:
         return refusal.as_dict()

@@ -47,7 +47,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
-from codescout_mcp import direct
+from codescout_mcp.answers.door import Call, Door, Session
 from codescout_mcp.http.access import CORS_MAX_AGE, Allowed, bearer_token, cors_headers
 from codescout_mcp.http.asgi import (
     BUFFERS_FULL,
@@ -69,7 +69,7 @@ from codescout_mcp.http.asgi import (
     retry_after,
 )
 from codescout_mcp.http.budget import MIN_UPLOAD_RATE, STALL_SECONDS, Budget, BudgetedSend, Held, Slots
-from codescout_mcp.http.exchange import batch_answer, encoded, exchange
+from codescout_mcp.http.exchange import batch_answer, encoded, exchange, modern_checks_pass
 from codescout_mcp.http.settings import ENDPOINT, HttpSettings
 from codescout_mcp.jsonrpc import (
     INVALID_REQUEST,
@@ -83,7 +83,6 @@ from codescout_mcp.jsonrpc import (
     to_message,
 )
 from codescout_mcp.protocol import BATCH_VERSIONS, HANDSHAKE_VERSIONS, SERVED_PROTOCOL_VERSIONS
-from codescout_mcp.server import direct_answer
 
 logger = logging.getLogger("codescout")
 
@@ -100,9 +99,12 @@ SINGLE_HEADERS: Final = (
 class Guard:
     """ASGI middleware: the checks in the module docstring, then the SDK's app."""
 
-    def __init__(self, app: ASGIApp, server: Server[Any], settings: HttpSettings, token: str | None) -> None:
+    def __init__(
+        self, app: ASGIApp, server: Server[Any], door: Door, settings: HttpSettings, token: str | None
+    ) -> None:
         self.app = app
         self.server = server
+        self.door = door
         self.settings = settings
         self.allowed = Allowed(settings.allow_hosts, settings.allow_origins)
         self.token = token.encode() if token is not None else None
@@ -177,7 +179,7 @@ class Guard:
                 refusing = read
             elif read is not None:
                 if modern:
-                    await self._serve_modern(scope, read, receive, send)
+                    await self._serve_modern(scope, headers, read, receive, send)
                 else:
                     await self._serve_handshake_era(read, receive, send, version or DEFAULT_VERSION)
         finally:
@@ -313,8 +315,11 @@ class Guard:
         try:
             envelope = check_envelope(value)
             del value
-            # A well-formed call of the ranking tool: answered as the SDK would, without its copies.
-            message = None if direct.answerable(envelope, modern=False) else to_message(envelope)
+            route = self.door.route(envelope, Session.stateless(version))
+            call = route if isinstance(route, Call) else None
+            del route
+            message = None if call is not None else to_message(envelope)
+            del envelope
         except Refusal as refusal:
             await respond(send, 400, refusal.reply(), json_body=True)
             return
@@ -325,13 +330,13 @@ class Guard:
             await respond(send, 202, b"")  # a response to a request this server never sends: nothing to do
             return
         # The call's arguments go before its answer is written.
-        if message is None:
-            answer: dict[str, Any] | None = await direct_answer(envelope, modern=False)
-            del envelope
+        if call is not None:
+            answer: dict[str, Any] | None = await call.answer()
+            del call
         else:
-            del envelope
+            assert message is not None
             answer = await exchange(self.server, message, version)
-        del message
+            del message
         if answer is None:
             await respond(send, 202, b"")
             return
@@ -356,7 +361,7 @@ class Guard:
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(watch)
-            answers = await batch_answer(self.server, members, version, send.held, gone)
+            answers = await batch_answer(self.server, self.door, members, version, send.held, gone)
             tasks.cancel_scope.cancel()
         if gone.is_set():
             logger.info("a batch's client left; the rest of the batch was not served")
@@ -366,8 +371,11 @@ class Guard:
             return
         await respond(send, 200, answers, json_body=True)
 
-    async def _serve_modern(self, scope: Scope, body: bytes, receive: Receive, send: BudgetedSend) -> None:
-        """A 2026-07-28 request: read as at the other versions, then served by the SDK's own entry.
+    async def _serve_modern(
+        self, scope: Scope, headers: Headers, body: bytes, receive: Receive, send: BudgetedSend
+    ) -> None:
+        """A 2026-07-28 request: read as at the other versions, then answered through the door when
+        it is a call of codescout's tools the SDK's own checks pass, else served by the SDK's own entry.
 
         (The SDK reads NaN and Infinity as numbers and answers every invalid body with one
         -32600 and `id: null`; here such a body gets its own error, as at the other versions.)
@@ -383,7 +391,16 @@ class Guard:
         if "method" not in checked:
             await respond(send, 400, RESPONSE_REFUSED)
             return
-        del checked
+        route = self.door.route(checked, Session.stateless(None))
+        if isinstance(route, Call) and _unacceptable(headers) is None and modern_checks_pass(scope, checked):
+            del checked, body
+            answer = await route.answer()
+            del route
+            data = encoded(answer)
+            del answer
+            await respond(send, 200, data, json_body=True)
+            return
+        del checked, route
         await self.app(scope, replay(body, receive), send)
 
 

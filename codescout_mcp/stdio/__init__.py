@@ -11,10 +11,11 @@ owns the wire instead and hands the SDK's `Server` only well-formed messages. Th
   2.0 message -> -32600, a line over --max-message-bytes -> -32600, read and dropped
   without keeping it whole; the id is echoed whenever it can be read. A response the
   client sends is never answered, however malformed;
-* it answers a host's first requests at once, from the server's own definition
-  (`early.py`), while the SDK imports in a thread: a host gets them in tens of milliseconds
-  instead of a second or more. Everything is still handed to the SDK, in order, once it is
-  up; its answers to what was answered early are dropped (and compared). An SDK that fails
+* it answers a host's first requests at once, from the server's own definition, and the
+  calls of its own tools (the door, `answers/door.py`; `early.py` before the SDK is up), while
+  the SDK imports in a thread: a host gets them in tens of milliseconds
+  instead of a second or more. The rest is handed to the SDK, in order, once it is up, and
+  so are the first requests answered early; its answers to those are dropped (and compared). An SDK that fails
   to load is one line on stderr, every request read gets an error, and the exit status is 1;
 * when stdin ends, it keeps going until every request read has been answered (a call may
   take up to `CALL_SECONDS`), then exits 0;
@@ -37,9 +38,11 @@ import os
 import threading
 
 from codescout_mcp import limits
+from codescout_mcp.answers.door import Session
 from codescout_mcp.jsonrpc import INTERNAL_ERROR, Refusal
 from codescout_mcp.stdio.early import EarlyAnswers
 from codescout_mcp.stdio.pipes import DRAIN_SECONDS, STOP_SECONDS, Reader, Stopper, Writer
+from codescout_mcp.toolbox import Offer
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
@@ -61,7 +64,7 @@ def serve_stdio(
     With `leave`, the process ends here once the session is over: every reply is already
     written (unbuffered) and the log is flushed, and tearing down the SDK's modules at
     interpreter exit would take about half a second more than a stop may. Without
-    `early_answers`, the SDK answers everything (how the suite compares the two).
+    `early_answers`, the door is shut: the SDK answers everything (how the suite compares the two).
     """
     # The wire gets private descriptors; fd 0 and fd 1 then point at the null device and at
     # stderr, so nothing else in the process (a child such as git above all) reads the
@@ -74,20 +77,17 @@ def serve_stdio(
     stopper = Stopper()
     writer = Writer(wire_out, stopper)
     reader = Reader(wire_in, max_message_bytes)
-    loader = Loader(workspace)
-    early = EarlyAnswers(writer, max_message_bytes, workspace=workspace is not None, enabled=early_answers)
+    offer = Offer(workspace)
+    door = offer.door(enabled=early_answers)
+    session = Session(sdk_ready=False)
+    loader = Loader(offer)
+    early = EarlyAnswers(writer, max_message_bytes, door, session)
     outcome = early.run(reader, loader, stopper)
     status = 0
     if outcome == "session":
         assert loader.session is not None
-        loader.session.serve(
-            early.backlog,
-            reader=reader,
-            writer=writer,
-            stopper=stopper,
-            era=early.era,
-            direct_calls=early_answers,
-        )
+        session.sdk_ready = True
+        loader.session.serve(early.backlog, door, session, reader=reader, writer=writer, stopper=stopper)
     elif outcome == "failed":
         status = _unable_to_serve(loader.error, early, writer)
     writer.close(STOP_SECONDS if stopper.stopped.is_set() else DRAIN_SECONDS)
@@ -110,8 +110,8 @@ def _unable_to_serve(error: BaseException | None, early: EarlyAnswers, writer: W
 class Loader:
     """Imports the SDK and builds the session in a daemon thread, while the first requests are answered."""
 
-    def __init__(self, workspace: str | None) -> None:
-        self.workspace = workspace
+    def __init__(self, offer: Offer) -> None:
+        self.offer = offer
         self.session: Any = None
         self.error: BaseException | None = None
         self.ready = threading.Event()
@@ -119,9 +119,9 @@ class Loader:
 
     def _run(self) -> None:
         try:
-            from codescout_mcp.stdio.relay import Session
+            from codescout_mcp.stdio.relay import SdkSession
 
-            self.session = Session(self.workspace)
+            self.session = SdkSession(self.offer)
         except BaseException as error:  # handed to the main thread, which reports it
             self.error = error
         self.ready.set()

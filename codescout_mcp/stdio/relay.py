@@ -1,11 +1,14 @@
 """The stdio session once the SDK is loaded: the wire's messages relayed to the SDK's `Server`.
 
-`early.py` answers a host's first requests while this module imports; from here every
-message read (those included, in order) is handed to the SDK, and every answer is written
-back. The session keeps these promises:
+`early.py` answers what the door lets it while this module imports; from here each message
+read is put to the door (`answers/door.py`) too: the calls of codescout's tools are answered
+by codescout, alone or in a batch, and everything else (the first requests answered early
+included, in order) is handed to the SDK, and every answer is written back. The session keeps
+these promises:
 
-1. every request handed to the SDK has one `Pending` record, from the moment it is sent
-   until its answer is written or the SDK settles it unanswered (`on_request_unanswered`);
+1. every request handed to the SDK or taken by the door has one `Pending` record, from the
+   moment it is sent (or its call starts) until its answer is written or it is settled
+   unanswered (`on_request_unanswered`, or a cancellation of a door's call);
 2. request ids are the client's to choose (and to reuse): each request goes to the SDK under
    an id of the session's own, and its answer gets the client's id back, so two requests
    with one id (in a batch and out of it, say) never swap answers. A cancellation names the
@@ -48,7 +51,8 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
-from codescout_mcp import direct
+from codescout_mcp.answers import words
+from codescout_mcp.answers.door import Call, Door, Session
 from codescout_mcp.jsonrpc import (
     BLANK,
     INTERNAL_ERROR,
@@ -62,13 +66,15 @@ from codescout_mcp.jsonrpc import (
     to_message,
 )
 from codescout_mcp.protocol import BATCH_VERSIONS
-from codescout_mcp.server import build_server, direct_answer
-from codescout_mcp.stdio.early import Entry, opens_modern
+from codescout_mcp.server import build_server
+from codescout_mcp.stdio.early import Backlogged, EarlyCall
 from codescout_mcp.stdio.framing import Line, value_of
 from codescout_mcp.stdio.pipes import DRAIN_SECONDS, EOF, Reader, Stopper, Writer
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
+
+    from codescout_mcp.toolbox import Offer
 
 logger = logging.getLogger("codescout")
 
@@ -78,24 +84,24 @@ MAX_IN_FLIGHT: Final = 64
 IN_FLIGHT_BYTES: Final = 64 * 1024 * 1024
 
 
-class Session:
-    """One stdio session: built (the SDK imported, the server made) in the loader thread."""
+class SdkSession:
+    """One stdio session's SDK side: built (the SDK imported, the server made) in the loader thread."""
 
-    def __init__(self, workspace: str | None) -> None:
-        self.server: Server[Any] = build_server(workspace=workspace)
+    def __init__(self, offer: Offer) -> None:
+        self.server: Server[Any] = build_server(offer=offer)
 
     def serve(
         self,
-        backlog: list[Entry | object],
+        backlog: list[Backlogged | object],
+        door: Door,
+        session: Session,
         *,
         reader: Reader,
         writer: Writer,
         stopper: Stopper,
-        era: str | None,
-        direct_calls: bool = True,
     ) -> None:
         """Serve until stdin ends and every request is answered, the client leaves, or a signal."""
-        relay = _Relay(self.server, reader, writer, stopper, era=era, direct_calls=direct_calls)
+        relay = _Relay(self.server, door, session, reader, writer, stopper)
         with contextlib.suppress(KeyboardInterrupt):
             anyio.run(relay.run, backlog)
 
@@ -126,10 +132,7 @@ class _Batch:
         if reply is not None:
             size = len(encode(reply))
             if self.bytes + size > MAX_BATCH_ANSWER_BYTES:
-                message = (
-                    f"Internal error: this batch's answers passed {MAX_BATCH_ANSWER_BYTES} bytes; "
-                    "send its requests in smaller batches"
-                )
+                message = words.batch_too_large(f"{MAX_BATCH_ANSWER_BYTES} bytes")
                 reply = Refusal(INTERNAL_ERROR, message, reply.get("id")).as_dict()
                 size = len(encode(reply))
             self.bytes += size
@@ -148,36 +151,31 @@ class _Batch:
 class Pending:
     """One request handed to the SDK and not yet settled."""
 
-    __slots__ = ("batch", "client_id", "direct", "early", "handshake", "size")
+    __slots__ = ("batch", "client_id", "direct", "early", "early_call", "handshake", "size")
 
-    def __init__(self, client_id: RequestId, size: int, batch: _Batch | None, early: bytes | None) -> None:
+    def __init__(self, client_id: object, size: int, batch: _Batch | None, early: bytes | None) -> None:
         self.client_id = client_id
         self.size = size
         self.batch = batch
         self.early = early  # the answer already sent for it, if any
-        self.direct = False  # answered by `direct.py`, not handed to the SDK
+        self.direct = False  # answered by codescout (the door), not handed to the SDK
+        self.early_call: EarlyCall | None = None  # the call that began before the SDK was up
         # For an `initialize` the SDK must answer: set once it has (what follows depends on it).
         self.handshake: anyio.Event | None = None
 
 
 class _Relay:
     def __init__(
-        self,
-        server: Server[Any],
-        reader: Reader,
-        writer: Writer,
-        stopper: Stopper,
-        *,
-        era: str | None,
-        direct_calls: bool,
+        self, server: Server[Any], door: Door, session: Session, reader: Reader, writer: Writer, stopper: Stopper
     ):
         self.server = server
+        self.door = door
+        # The session's era and the protocol version the handshake settled on (an early
+        # answer's, or the SDK's): what follows depends on them.
+        self.session = session
         self.reader = reader
         self.writer = writer
         self.stopper = stopper
-        # The protocol version the handshake settled on, once the relay has passed the
-        # `initialize` on (an early answer's, or the SDK's): what follows depends on it.
-        self.negotiated: str | None = None
         self.pending: dict[int, Pending] = {}  # by the session's own id, oldest first
         self.pending_bytes = 0
         self.input_ended = False
@@ -185,15 +183,14 @@ class _Relay:
         self.room = anyio.Event()
         self._ids = itertools.count(1)
         self._mismatch_told = False
-        self.era = era  # "handshake" or "modern", once the first request settled it
-        self.direct_calls = direct_calls
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.tasks: anyio.abc.TaskGroup | None = None
 
-    async def run(self, backlog: list[Entry | object]) -> None:
+    async def run(self, backlog: list[Backlogged | object]) -> None:
         to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](16)
         raw_send, raw_receive = anyio.create_memory_object_stream[object](4)
-        loop = asyncio.get_running_loop()
+        loop = self.loop = asyncio.get_running_loop()
         token = anyio.lowlevel.current_token()
         async with anyio.create_task_group() as tasks:
             self.tasks = tasks
@@ -236,7 +233,7 @@ class _Relay:
 
     async def _relay_requests(
         self,
-        backlog: list[Entry | object],
+        backlog: list[Backlogged | object],
         raw: MemoryObjectReceiveStream[object],
         to_server: MemoryObjectSendStream[SessionMessage | Exception],
     ) -> None:
@@ -246,8 +243,11 @@ class _Relay:
                 if entry is EOF:
                     ended = True
                     break
-                assert isinstance(entry, Entry)
-                await self._handle(entry.value, to_server, checked=True, early=entry.early)
+                assert isinstance(entry, Backlogged)
+                if entry.call is not None:
+                    self._adopt(entry.call)
+                else:
+                    await self._handle(entry.value, to_server, checked=True, early=entry.early)
             if not ended:
                 async for item in raw:
                     if item is EOF:
@@ -284,18 +284,17 @@ class _Relay:
         size: int = 0,
     ) -> None:
         try:
-            if isinstance(value, list) and self.negotiated in BATCH_VERSIONS:
+            if isinstance(value, list) and self.session.negotiated in BATCH_VERSIONS:
                 check_batch(value)
                 await self._relay_batch(value, to_server, size)
                 return
             envelope = value if checked and isinstance(value, dict) else check_envelope(value)
-            if early is not None and envelope.get("method") == "initialize":
-                version = json.loads(early).get("result", {}).get("protocolVersion")
-                self.negotiated = version if isinstance(version, str) else self.negotiated
-            modern = self._era_of(envelope)
-            if early is None and modern is not None and direct.answerable(envelope, modern=modern):
-                await self._direct_call(envelope, modern, size)
-                return
+            if not checked:  # (what was read before the SDK was up went through the door then)
+                route = self.door.route(envelope, self.session)
+                if isinstance(route, Call):
+                    del envelope
+                    await self._direct_call(route, size)
+                    return
             message = to_message(envelope)
         except Refusal as refusal:
             self._refuse(refusal)
@@ -305,37 +304,46 @@ class _Relay:
             return
         await self._relay(message, to_server, None, early=early, size=size)
 
-    def _era_of(self, envelope: dict[str, Any]) -> bool | None:
-        """For a request that may be answered directly: whether the session is at 2026-07-28 (True)
-        or an initialized handshake-era session (False); None when the SDK must answer it."""
-        if "id" not in envelope or "method" not in envelope:
-            return None
-        if self.era is None:
-            self.era = "modern" if opens_modern(envelope) else "handshake"
-        if not self.direct_calls:
-            return None
-        if self.era == "modern":
-            return True if opens_modern(envelope) else None
-        if self.negotiated is None or opens_modern(envelope):
-            return None  # not initialized yet, or an envelope this era refuses: the SDK says so
-        return False
-
-    async def _direct_call(self, envelope: dict[str, Any], modern: bool, size: int) -> None:
-        """A call of the ranking tool, answered by `direct.py` in a task of its own, as the SDK would."""
+    async def _direct_call(self, call: Call, size: int) -> None:
+        """A call of codescout's tools, answered in a task of its own."""
         await self._wait_for_room(size)
-        internal = next(self._ids)
-        record = Pending(envelope["id"], size, None, None)
+        self._start_direct(next(self._ids), call, size, None)
+
+    def _start_direct(self, internal: int, call: Call, size: int, batch: _Batch | None) -> None:
+        record = Pending(call.request_id, size, batch, None)
         record.direct = True
         self.pending[internal] = record
         self.pending_bytes += size
         assert self.tasks is not None
-        self.tasks.start_soon(self._serve_direct, internal, envelope, modern)
+        self.tasks.start_soon(self._serve_direct, internal, call)
 
-    async def _serve_direct(self, internal: int, envelope: dict[str, Any], modern: bool) -> None:
-        reply = await direct_answer(envelope, modern=modern)
-        del envelope
-        if self._settle(internal) is not None:  # None: the client cancelled it
+    async def _serve_direct(self, internal: int, call: Call) -> None:
+        reply = await call.answer()
+        del call
+        record = self._settle(internal)
+        if record is None:  # the client cancelled it
+            return
+        if record.batch is not None:
+            record.batch.answer(internal, reply)
+            self._send_batch(record.batch)
+        else:
             self.writer.send(encode(reply))
+
+    def _adopt(self, call: EarlyCall) -> None:
+        """A call that began before the SDK was up: pending until it is done, and cancellable."""
+        internal = next(self._ids)
+        record = Pending(call.client_id, 0, None, None)
+        record.direct = True
+        record.early_call = call
+        loop = self.loop
+        assert loop is not None
+
+        def done() -> None:  # in the call's thread
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nothing left to settle
+                loop.call_soon_threadsafe(self._settle, internal)
+
+        if call.adopt(done):
+            self.pending[internal] = record
 
     async def _wait_for_room(self, size: int) -> None:
         """Wait until another request may be served: answers are read, requests pending few."""
@@ -403,7 +411,12 @@ class _Relay:
         if internal is None:
             return None
         if self.pending[internal].direct:  # not the SDK's to cancel: settled now, its answer never sent
-            self._settle(internal)
+            record = self._settle(internal)
+            if record is not None and record.early_call is not None:
+                record.early_call.cancel()
+            if record is not None and record.batch is not None:
+                record.batch.answer(internal, None)
+                self._send_batch(record.batch)
             return None
         params["requestId"] = internal
         return message.model_copy(update={"params": params})
@@ -435,15 +448,18 @@ class _Relay:
     async def _relay_batch(
         self, members: list[object], to_server: MemoryObjectSendStream[SessionMessage | Exception], size: int
     ) -> None:
-        """A JSON-RPC batch (protocol 2025-03-26): each member served, the answers in one array."""
+        """A JSON-RPC batch (protocol 2025-03-26): each member served (through the door, as alone),
+        the answers in one array."""
         batch = _Batch()
-        messages: list[tuple[types.JSONRPCMessage, int | None]] = []
+        served: list[tuple[types.JSONRPCMessage | Call, int | None]] = []
         ids: set[tuple[type, RequestId]] = set()  # a batch's answers are told apart by their ids
         for member in members:
             try:
-                message = to_message(check_envelope(member, in_batch=True))
-                if isinstance(message, types.JSONRPCRequest):
-                    check_unique_id(message.id, ids)
+                envelope = check_envelope(member, in_batch=True)
+                if "id" in envelope and "method" in envelope:
+                    check_unique_id(envelope["id"], ids)
+                route = self.door.route(envelope, self.session)
+                message: types.JSONRPCMessage | Call = route if isinstance(route, Call) else to_message(envelope)
             except Refusal as refusal:
                 batch.refused(refusal)
                 continue
@@ -451,13 +467,19 @@ class _Relay:
                 logger.info("dropped a batch member: %s", error)
                 continue
             internal = None
-            if isinstance(message, types.JSONRPCRequest):
+            if isinstance(message, (Call, types.JSONRPCRequest)):
                 internal = next(self._ids)
                 batch.expect(internal)
-            messages.append((message, internal))
-        share = size // max(1, len(members))
-        for message, internal in messages:
-            await self._relay(message, to_server, batch, size=share, internal=internal)
+            served.append((message, internal))
+        del members
+        share = size // max(1, len(served))
+        for message, internal in served:
+            if isinstance(message, Call):
+                assert internal is not None
+                await self._wait_for_room(share)
+                self._start_direct(internal, message, share, batch)
+            else:
+                await self._relay(message, to_server, batch, size=share, internal=internal)
         self._send_batch(batch)
 
     def _send_batch(self, batch: _Batch) -> None:
@@ -484,7 +506,7 @@ class _Relay:
                 reply["id"] = record.client_id
                 if record.handshake is not None and isinstance(message, types.JSONRPCResponse):
                     version = message.result.get("protocolVersion")
-                    self.negotiated = version if isinstance(version, str) else self.negotiated
+                    self.session.negotiated = version if isinstance(version, str) else self.session.negotiated
                 self._settle(internal)
                 if record.early is not None:
                     self._compare(record.early, reply)

@@ -1,12 +1,13 @@
-"""Calls of rank_search_results answered by codescout itself (`direct.py`) against the SDK's own answers.
+"""Calls of rank_search_results answered by codescout itself (the door) against the SDK's own answers.
 
-In process, each call goes once to `direct.answer` and once to the SDK's `Server` on memory
-streams, after the same opening (a handshake at each version, or none at 2026-07-28), and the
-two answers must be equal as JSON: for every contract vector, for tool errors, for each
-`_meta` the call may carry, and for generated calls whenever `direct.answerable` takes them.
-Through the stdio server as a subprocess: such calls are answered (with early answers off the
-SDK answers the same bytes' JSON), a cancelled one is never answered, and what `direct.py`
-does not take (another tool, a call before the handshake, a batch) is still the SDK's.
+In process, each call goes once through the door (`answers/door.py`) and once to the SDK's
+`Server` on memory streams, after the same opening (a handshake at each version, or none at
+2026-07-28), and the two answers must be equal as JSON: for every contract vector, for tool
+errors, for each `_meta` the call may carry, and for generated calls whenever the door takes
+them. Through the stdio server as a subprocess: such calls are answered (with the door shut
+the SDK answers the same bytes' JSON), alone and in a batch, a cancelled one is never
+answered, and what the door does not take (another tool, a call before the handshake) is
+still the SDK's. Over HTTP, at both eras, alone and in a batch, likewise.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,10 +26,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
-from codescout_mcp import direct
+from codescout_mcp.answers.door import Call, Session
 from codescout_mcp.http.exchange import encoded, exchange
 from codescout_mcp.jsonrpc import check_envelope, encode, to_message
 from codescout_mcp.server import build_server
+from codescout_mcp.toolbox import Offer
 from tests.helpers import ROOT
 from tests.httpserver import RunningServer, serving
 
@@ -87,12 +90,22 @@ def sdk_answers(version: str | None, calls: list[dict[str, Any]]) -> list[dict[s
     return [answers[json.dumps(c["id"])] for c in calls]
 
 
+DOOR = Offer().door()
+
+
+def routed(message: dict[str, Any], version: str | None) -> Call | None:
+    """The door's call for `message` in an initialized session at `version` (None: 2026-07-28), if it takes it."""
+    route = DOOR.route(check_envelope(json.loads(json.dumps(message))), Session.stateless(version))
+    assert route is None or isinstance(route, Call)
+    return route
+
+
 def direct_answers(version: str | None, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     found = []
     for message in calls:
-        envelope = check_envelope(json.loads(json.dumps(message)))
-        assert direct.answerable(envelope, modern=version is None), message
-        found.append(json.loads(encode(direct.answer(envelope, modern=version is None))))
+        route = routed(message, version)
+        assert route is not None, message
+        found.append(json.loads(encode(anyio.run(route.answer))))
     return found
 
 
@@ -153,18 +166,19 @@ def test_a_large_call_is_answered_as_the_sdk_does() -> None:
     assert direct_answers("2025-11-25", calls) == sdk_answers("2025-11-25", calls)
 
 
-def test_what_direct_does_not_vouch_for_is_left_to_the_sdk() -> None:
+def test_what_the_door_does_not_vouch_for_is_left_to_the_sdk() -> None:
     def taken(params: Any, *, modern: bool = False, method: str = "tools/call", with_id: bool = True) -> bool:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
         if with_id:
             message["id"] = 1
-        return direct.answerable(message, modern=modern)
+        session = Session.stateless(None if modern else "2025-11-25")
+        return isinstance(DOOR.route(message, session), Call)
 
     good = params_of({"hits": HITS})
     assert taken(good)
     assert not taken(good, with_id=False)
     assert not taken(good, method="tools/list")
-    assert not taken({**good, "name": "rank_workspace_hits"})
+    assert not taken({**good, "name": "rank_workspace_hits"})  # not offered without a workspace
     assert not taken({**good, "name": 5})
     assert not taken({**good, "task": {}})
     assert not taken({**good, "arguments": [1]})
@@ -204,11 +218,11 @@ ARGUMENTS = st.fixed_dictionaries(
     arguments=ARGUMENTS | JSON,
     meta=st.none() | METAS_ANY,
 )
-def test_whatever_direct_takes_it_answers_as_the_sdk(era: str | None, arguments: Any, meta: Any) -> None:
+def test_whatever_the_door_takes_it_answers_as_the_sdk(era: str | None, arguments: Any, meta: Any) -> None:
     if era is None:  # the envelope, with whatever was generated over it
         meta = {**MODERN_META, **(meta or {})}
     message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params_of(arguments, meta)}
-    if not direct.answerable(check_envelope(json.loads(json.dumps(message))), modern=era is None):
+    if routed(message, era) is None:
         return
     assert direct_answers(era, [message]) == sdk_answers(era, [message])
 
@@ -254,6 +268,97 @@ def test_a_call_before_the_handshake_is_the_sdks_to_refuse() -> None:
     ours, theirs = by_id(converse(lines)), by_id(converse(lines, ours=False))
     assert ours == theirs
     assert "error" in ours["1"]
+
+
+# A server whose SDK handler for tools/call says so instead of answering: whatever reaches it was
+# not taken by the door. (The SDK's own refusals, like an unknown tool, still come from the SDK.)
+SERVE_WITH_A_MARKED_SDK = """
+import sys
+from codescout_mcp.answers import words
+from codescout_mcp import server
+
+async def marked(self, ctx, params):
+    import mcp_types
+    if params.name not in self.by_name:
+        return await original(self, ctx, params)
+    return mcp_types.CallToolResult.model_validate(words.tool_error("the SDK answered"), by_name=False)
+
+original = server.Tools.call_tool
+server.Tools.call_tool = marked
+from codescout_mcp.stdio import serve_stdio
+sys.exit(serve_stdio(workspace=sys.argv[1] if len(sys.argv) > 1 else None))
+"""
+
+
+def converse_marked(lines: list[dict[str, Any]], *args: str) -> dict[str, dict[str, Any]]:
+    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    argv = [sys.executable, "-c", SERVE_WITH_A_MARKED_SDK, *args]
+    done = subprocess.run(argv, input=data, capture_output=True, timeout=60, cwd=ROOT, check=False)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode()
+    answers: dict[str, dict[str, Any]] = {}
+    for line in done.stdout.splitlines():
+        value = json.loads(line)
+        for answer in value if isinstance(value, list) else [value]:
+            answers[json.dumps(answer["id"])] = answer
+    return answers
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-11-25", None], ids=lambda v: v or "2026-07-28")
+def test_the_door_answers_every_well_formed_call_alone_and_in_a_batch(version: str | None) -> None:
+    """The same call gets the same answer alone and inside a 2025-03-26 batch, and the SDK is never asked."""
+    alone = call("alone", params_of({"hits": HITS, "limit": 1}), version)
+    lines = [*opening(version), alone]
+    if version == "2025-03-26":
+        in_batch = [
+            call("in-batch", params_of({"hits": HITS, "limit": 1}), version),
+            call("bad", params_of({"hits": []}), version),
+            call("odd", {"name": "nope", "arguments": {}}, version),
+            {"jsonrpc": "2.0", "id": "ping", "method": "ping"},
+        ]
+        lines.append(in_batch)  # type: ignore[arg-type]
+    answers = converse_marked(lines)
+    assert answers['"alone"']["result"]["structuredContent"]["counts"] == {"hits": 2, "returned": 1}
+    if version == "2025-03-26":
+        assert answers['"in-batch"']["result"] == answers['"alone"']["result"]
+        assert answers['"bad"']["result"]["isError"] is True
+        assert "the SDK answered" not in json.dumps(answers)
+        assert answers['"odd"']["error"]["code"] == -32602  # an unknown tool: the SDK's to refuse
+        assert answers['"ping"']["result"] == {}
+
+
+def test_a_workspace_call_right_after_initialize_does_not_wait_for_the_sdk(tmp_path: Path) -> None:
+    """With the SDK's import held back for 20 s, the handshake and a rank_workspace_hits call are
+    answered at once, by codescout, and the SDK (once up) is never asked for the call."""
+    (tmp_path / "a.py").write_text("x\n", encoding="utf-8")
+    script = (
+        "import sys, time\nfrom codescout_mcp import stdio\n"
+        "run = stdio.Loader._run\nstdio.Loader._run = lambda self: (time.sleep(20), run(self))\n"
+        "sys.exit(stdio.serve_stdio(workspace=sys.argv[1]))\n"
+    )
+    arguments = {"hits": [{"path": "a.py", "matches": 2}]}
+    lines = [*opening("2025-11-25"), call(1, {"name": "rank_workspace_hits", "arguments": arguments}, "2025-11-25")]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    started = time.monotonic()
+    try:
+        proc.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+        proc.stdin.flush()
+        opened = json.loads(proc.stdout.readline())
+        answered = json.loads(proc.stdout.readline())
+        elapsed = time.monotonic() - started
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert opened["id"] == "open" and "result" in opened
+    assert answered["id"] == 1
+    assert answered["result"]["structuredContent"]["results"][0]["path"] == "a.py"
+    assert elapsed < 15, elapsed  # the SDK is held back for 20 s
 
 
 def big_hits(count: int) -> list[dict[str, Any]]:
@@ -345,6 +450,6 @@ def test_the_http_server_answers_a_batch_of_calls_as_the_sdk_does(http_server: R
 def test_an_enveloped_call_at_a_handshake_version_is_left_to_the_sdk(http_server: RunningServer) -> None:
     """Over HTTP the SDK's stateless path takes such a call (stdio's refuses it): the SDK decides."""
     message = call(1, params_of({"hits": HITS}, MODERN_META), "2025-11-25")
-    assert not direct.answerable(message, modern=False)
+    assert routed(message, "2025-11-25") is None
     _, body = http_server.post(encode(message))
     assert json.loads(body) == exchanged("2025-11-25", [message])[0]

@@ -1,4 +1,4 @@
-"""The stdio server's early answers (`stdio/early.py`) against the SDK's own, for whatever SDK is installed.
+"""The early answers (`answers/handshake.py`, through `stdio/early.py`) against the SDK's own, for any SDK.
 
 In process: each sequence of messages goes once through `EarlyAnswers` (what the server says
 before the SDK loads) and once through the SDK's `Server` on memory streams (what the relay
@@ -19,10 +19,12 @@ import anyio
 import pytest
 from mcp.shared.message import SessionMessage
 
+from codescout_mcp.answers.door import Session
 from codescout_mcp.jsonrpc import check_envelope, encode, to_message
 from codescout_mcp.server import build_server
 from codescout_mcp.stdio.early import EarlyAnswers
 from codescout_mcp.stdio.framing import Line
+from codescout_mcp.toolbox import Offer
 from tests.helpers import ROOT
 
 FIRST_MESSAGES = ROOT / "tests" / "data" / "first-messages"
@@ -41,11 +43,14 @@ class Collected:
         return False
 
 
-def early_answers(messages: list[dict[str, Any]], *, workspace: bool) -> dict[Any, dict[str, Any]]:
-    """What the server answers before the SDK is up, by request id."""
+def early_answers(messages: list[dict[str, Any]], *, workspace: bool, folder: Path) -> dict[Any, dict[str, Any]]:
+    """What the server answers before the SDK is up, by request id (tool calls left out)."""
     writer = Collected()
-    early = EarlyAnswers(writer, 1 << 20, workspace=workspace)  # type: ignore[arg-type]
+    door = Offer(str(folder) if workspace else None).door()
+    early = EarlyAnswers(writer, 1 << 20, door, Session(sdk_ready=False))  # type: ignore[arg-type]
     for message in messages:
+        if message.get("method") == "tools/call":
+            break  # tool calls are the door's, held to the SDK's answers in tests/stdio/test_direct_calls.py
         early._take(Line(json.dumps(message).encode()))
     return {answer["id"]: answer for answer in map(json.loads, writer.sent)}
 
@@ -94,7 +99,7 @@ def test_a_hosts_first_requests_are_answered_early_with_the_sdks_answers(path: P
     record = json.loads(path.read_text(encoding="utf-8"))
     messages = before_the_first_call(record["sent"])
     workspace = "workspace" in path.stem
-    early = early_answers(messages, workspace=workspace)
+    early = early_answers(messages, workspace=workspace, folder=tmp_path)
     sdk = sdk_answers(messages, workspace=workspace, folder=tmp_path)
     requests = [m["id"] for m in messages if "id" in m and "method" in m]
     methods = [m.get("method") for m in messages]
@@ -204,7 +209,7 @@ def test_every_early_answer_is_the_sdks_for_every_shape_of_params(tmp_path: Path
     answered = 0
     for name, messages in cases():
         for workspace in (False, True):
-            early = early_answers(messages, workspace=workspace)
+            early = early_answers(messages, workspace=workspace, folder=tmp_path)
             sdk = sdk_answers(messages, workspace=workspace, folder=tmp_path)
             answered += len(early)
             differing += [(name, workspace, early[rid], sdk[rid]) for rid in early if early[rid] != sdk[rid]]

@@ -17,7 +17,7 @@ import pytest
 from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.git import Git, GitError
 from codescout_mcp.facts.hits import HitsError, build_arguments, parse_now
-from codescout_mcp.facts.repository import FileFacts, NeedsWork, RepositoryFacts
+from codescout_mcp.facts.repository import FileFacts, Lookup, NeedsWork, RepositoryFacts
 from codescout_mcp.facts.ripgrep import RipgrepError, read_match_counts
 from codescout_mcp.paths import resolved_folder
 from tests.gitrepo import DAY, NOW_SECONDS, Repo
@@ -30,12 +30,14 @@ def facts_of(root: Path, **options: object) -> tuple[RepositoryFacts, list[str]]
     return facts, warnings
 
 
-def days(facts: RepositoryFacts, *names: str, offline: bool = False) -> list[int]:
+def days(facts: RepositoryFacts, *names: str, cached_only: bool = False, notes: list[str] | None = None) -> list[int]:
     facts.refresh()
-    described = facts.describe(names, NOW_SECONDS, offline=offline)
+    looked_up = facts.describe(names, Lookup(NOW_SECONDS, cached_only=cached_only))
+    if notes is not None:
+        notes[:] = looked_up.notes
     found = []
     for name in names:
-        fact = described[name]
+        fact = looked_up.facts[name]
         assert not isinstance(fact, OSError), fact
         found.append(fact.days)
     return found
@@ -238,7 +240,7 @@ def test_locate_and_shown(repo: Repo, tmp_path: Path) -> None:
     sub.mkdir()
 
     def where(given: str, cwd: Path) -> str:
-        return checkout.shown(checkout.locate(given, cwd))
+        return checkout.name_of(checkout.locate(given, cwd))
 
     assert checkout.locate("a.txt", sub) == str(sub / "a.txt")
     assert where("a.txt", repo.root) == "a.txt"
@@ -247,8 +249,8 @@ def test_locate_and_shown(repo: Repo, tmp_path: Path) -> None:
     assert where("..", sub) == "."
     assert where("src/", repo.root) == "src"
     assert where(str(tmp_path / "elsewhere.txt"), repo.root) == "../elsewhere.txt"
-    assert checkout.shown(str(repo.root / "x" / "y")) == "x/y"
-    assert checkout.shown(str(tmp_path)) == ".."
+    assert checkout.name_of(str(repo.root / "x" / "y")) == "x/y"
+    assert checkout.name_of(str(tmp_path)) == ".."
 
 
 def test_resolved_folders_follow_links_and_dot_dot(tmp_path: Path) -> None:
@@ -362,19 +364,19 @@ def test_a_head_that_is_not_utf8_is_read_without_failing(repo: Repo) -> None:
     assert days(facts, "a.txt") == [27]
 
 
-def test_offline_answers_only_from_what_is_known(repo: Repo) -> None:
+def test_cached_only_answers_only_from_what_is_known(repo: Repo) -> None:
     facts, _ = facts_of(repo.root)
     facts.refresh()
     with pytest.raises(NeedsWork):  # nothing read yet
-        facts.describe(["a.txt"], NOW_SECONDS, offline=True)
+        facts.describe(["a.txt"], Lookup(NOW_SECONDS, cached_only=True))
     assert days(facts, "a.txt") == [27]
-    assert days(facts, "a.txt", offline=True) == [27]
+    assert days(facts, "a.txt", cached_only=True) == [27]
     with pytest.raises(NeedsWork):  # b.txt was not met before the early stop
-        days(facts, "b.txt", offline=True)
+        days(facts, "b.txt", cached_only=True)
     assert days(facts, "b.txt") == [364]
     repo.write("a.txt", "edited\n")
     with pytest.raises(NeedsWork):  # its status must be read again
-        days(facts, "a.txt", offline=True)
+        days(facts, "a.txt", cached_only=True)
 
 
 def test_a_walk_after_an_early_stop_reads_the_whole_history(repo: Repo) -> None:
@@ -397,7 +399,7 @@ def test_paths_outside_and_missing(repo: Repo, tmp_path: Path) -> None:
             named |= {str(repo.root / "a.txt"): "a.txt", str(tmp_path): ".."}
         else:
             named = {name: name for name in ("../outside.txt", "missing.txt", "a.txt", "..")}
-        found = facts.describe(list(named), NOW_SECONDS)
+        found = facts.describe(list(named), Lookup(NOW_SECONDS)).facts
         described = {named[key]: value for key, value in found.items()}
         parent = described[".."]  # the folder above the work tree: outside, so nobody owns it
         assert not isinstance(parent, OSError) and parent.owner is None
@@ -414,7 +416,7 @@ def test_codeowners_are_read_and_warned_about_once_while_unchanged(repo: Repo) -
     facts, warnings = facts_of(repo.root)
     for _ in range(3):
         facts.refresh()
-        fact = facts.describe(["a.txt", "b.txt"], NOW_SECONDS)["a.txt"]
+        fact = facts.describe(["a.txt", "b.txt"], Lookup(NOW_SECONDS)).facts["a.txt"]
         assert not isinstance(fact, OSError) and fact.owner == "@all"
     assert len(warnings) == 1 and "negation (!) is not supported" in warnings[0]
 
@@ -423,7 +425,7 @@ def test_stats_already_known_are_used_and_the_rest_are_read(repo: Repo) -> None:
     facts, _ = facts_of(repo.root)
     facts.refresh()
     given = {"b.txt": os.stat(repo.root / "b.txt")}
-    described = facts.describe(["b.txt", "a.txt", "gone.txt"], NOW_SECONDS, stats=given)
+    described = facts.describe(["b.txt", "a.txt", "gone.txt"], Lookup(NOW_SECONDS), stats=given).facts
     assert [getattr(described[name], "days", None) for name in ("b.txt", "a.txt")] == [364, 27]
     assert isinstance(described["gone.txt"], FileNotFoundError)
 
@@ -434,7 +436,7 @@ def test_codeowners_written_edited_and_removed_in_each_place_are_seen(repo: Repo
 
     def owner() -> str | None:
         facts.refresh()
-        fact = facts.describe(["a.txt"], NOW_SECONDS)["a.txt"]
+        fact = facts.describe(["a.txt"], Lookup(NOW_SECONDS)).facts["a.txt"]
         assert not isinstance(fact, OSError)
         return fact.owner
 
@@ -454,14 +456,15 @@ def test_a_shallow_boundary_without_its_file_dates_at_zero(tmp_path: Path, repo:
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo.root}", str(clone)], check=True)
     time.sleep(1.1)  # the checkout settles, so a second read needs no status again
     facts, warnings = facts_of(clone)
-    assert days(facts, "b.txt") == [27]  # the boundary commit's date
-    assert facts.shallow_note is not None and "1 file shows 2026-02-01, the date of the oldest" in facts.shallow_note
-    assert days(facts, "b.txt", offline=True) == [27]  # everything is known, the boundary too
-    assert facts.shallow_note is not None and "1 file shows 2026-02-01" in facts.shallow_note
-    assert days(facts, "a.txt") == [27] and facts.shallow_note is not None  # then or before: the clone cannot tell
+    notes: list[str] = []
+    assert days(facts, "b.txt", notes=notes) == [27]  # the boundary commit's date
+    assert len(notes) == 1 and "1 file shows 2026-02-01, the date of the oldest" in notes[0]
+    assert days(facts, "b.txt", cached_only=True, notes=notes) == [27]  # everything is known, the boundary too
+    assert len(notes) == 1 and "1 file shows 2026-02-01" in notes[0]
+    assert days(facts, "a.txt", notes=notes) == [27] and len(notes) == 1  # then or before: the clone cannot tell
     assert warnings == []  # notes are the caller's to pass on
     subprocess.run(["git", "-C", str(clone), "fetch", "-q", "--deepen=1"], check=True)  # only .git/shallow moves
-    assert days(facts, "b.txt") == [364] and facts.shallow_note is not None and "2025-03-01" in facts.shallow_note
+    assert days(facts, "b.txt", notes=notes) == [364] and len(notes) == 1 and "2025-03-01" in notes[0]
 
 
 # --- the rest ----------------------------------------------------------------------------------------

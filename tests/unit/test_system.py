@@ -22,7 +22,7 @@ import pytest
 
 from codescout_mcp import cli_streams, paths, platform, processes
 from codescout_mcp.cli_streams import is_console
-from codescout_mcp.facts.repository import FileFacts, RepositoryFacts, _chunks
+from codescout_mcp.facts.repository import FileFacts, Lookup, RepositoryFacts, _chunks
 from codescout_mcp.facts.ripgrep import read_match_counts
 from codescout_mcp.paths import ancestors, changed_ns, read_regular, relative_inside, relative_to, resolved_folder
 from codescout_mcp.platform import LINUX, MACOS, WINDOWS, decode_name, name_problem, system_for
@@ -139,7 +139,7 @@ def test_gits_names_that_are_not_utf8_never_break_a_repository_on_windows(
     windows_fsdecode(monkeypatch)
     facts = RepositoryFacts.open(r.root, warn=lambda _: None, isolated=True, system=WINDOWS)
     facts.refresh()
-    described = facts.describe(["plain.txt", "caf\udce9.txt"], NOW_SECONDS)
+    described = facts.describe(["plain.txt", "caf\udce9.txt"], Lookup(NOW_SECONDS)).facts
     assert {name: getattr(fact, "days", None) for name, fact in described.items()} == {
         "plain.txt": 59,
         "caf\udce9.txt": 59,
@@ -189,7 +189,7 @@ def test_an_edit_is_seen_where_st_ctime_is_the_creation_time(tmp_path: Path, mon
 
     def days() -> int:
         facts.refresh()
-        fact = facts.describe(["a.txt"], NOW_SECONDS)["a.txt"]
+        fact = facts.describe(["a.txt"], Lookup(NOW_SECONDS)).facts["a.txt"]
         assert not isinstance(fact, OSError)
         return fact.days
 
@@ -249,11 +249,12 @@ def test_a_repository_asked_about_more_paths_than_a_command_line_holds(tmp_path:
     )
     facts = RepositoryFacts.open(r.root, warn=lambda _: None, isolated=True, system=tiny)
     facts.refresh()
-    assert {getattr(f, "days", None) for f in facts.describe(names, NOW_SECONDS).values()} == {59}
+    assert {getattr(f, "days", None) for f in facts.describe(names, Lookup(NOW_SECONDS)).facts.values()} == {59}
     for name in names[::2]:
         r.write(name, "2\n")  # changed after the first status read: asked about again, in short runs
     facts.refresh()
-    days = {name: getattr(fact, "days", None) for name, fact in facts.describe(names, NOW_SECONDS).items()}
+    described = facts.describe(names, Lookup(NOW_SECONDS)).facts
+    days = {name: getattr(fact, "days", None) for name, fact in described.items()}
     assert days == {name: 0 if index % 2 == 0 else 59 for index, name in enumerate(names)}
 
 
@@ -466,9 +467,10 @@ def test_a_name_windows_opens_as_gits_file_is_answered_as_that_file(
     monkeypatch.setattr(platform, "_long_path_of", lambda path: short.get(path, path))
     facts = RepositoryFacts.open(r.root, warn=lambda _: None, isolated=True, system=WINDOWS)
     facts.refresh()
-    described = facts.describe([alias], NOW_SECONDS)
+    looked_up = facts.describe([alias], Lookup(NOW_SECONDS))
+    described = looked_up.facts
     assert described[alias] == FileFacts(59, "@owner")
-    assert facts.spellings == {alias: "a.py"}
+    assert looked_up.spellings == {alias: "a.py"}
 
 
 def test_windows_plain_names() -> None:
@@ -499,7 +501,7 @@ def test_an_edit_that_puts_the_modification_time_back_is_seen(tmp_path: Path, mo
 
     def days() -> int:
         facts.refresh()
-        fact = facts.describe(["a.txt"], NOW_SECONDS)["a.txt"]
+        fact = facts.describe(["a.txt"], Lookup(NOW_SECONDS)).facts["a.txt"]
         assert not isinstance(fact, OSError)
         return fact.days
 

@@ -30,7 +30,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final
 
-ICONS_FOLDER: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "icons")
+ICONS_FOLDER: Final = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "icons")
 
 
 def _icon(name: str, mime_type: str, size: str) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 
 Each check answers True only for a shape the SDK's models (mcp-types) accept whatever else it
 holds (they ignore unknown members); False sends the message on to the SDK, which says what
-is wrong with it. Used where codescout answers for the SDK: the first requests of a session
-(`stdio/early.py`) and the ranking tool's calls (`direct.py`). Standard library only.
+is wrong with it. The door (`door.py`) asks them before codescout answers for the SDK: a
+host's first requests, and the calls of codescout's own tools. Standard library only.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from codescout_mcp.protocol import MODERN_VERSIONS
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Collection
     from typing import Any, Final
 
 PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
@@ -90,3 +91,54 @@ def modern_meta(meta: object) -> bool:
         and implementation(meta.get(CLIENT_INFO_KEY))
         and client_capabilities(meta.get(CLIENT_CAPABILITIES_KEY))
     )
+
+
+def initialize_params(params: object) -> bool | None:
+    """True for `initialize` params the SDK accepts, False for ones it refuses (-32602), None when unsure."""
+    if not isinstance(params, dict):
+        return None
+    required = ("protocolVersion", "capabilities", "clientInfo")
+    if any(key not in params for key in required) or not is_str(params["protocolVersion"]):
+        return False
+    if not isinstance(params["capabilities"], dict) or not isinstance(params["clientInfo"], dict):
+        return False
+    client = params["clientInfo"]
+    if not (is_str(client.get("name")) and is_str(client.get("version"))):
+        return False
+    sure = (
+        implementation(client)
+        and client_capabilities(params["capabilities"])
+        and optional(params, "_meta", request_meta)
+    )
+    return True if sure else None
+
+
+def list_params(params: object, *, modern: bool) -> bool:
+    """Params a list request may carry whatever the SDK: `_meta`, and a string cursor."""
+    if params is None:
+        return not modern
+    if not isinstance(params, dict) or not set(params) <= {"_meta", "cursor"}:
+        return False
+    return optional(params, "cursor", is_str) and (
+        modern_meta(params.get("_meta")) if modern else optional(params, "_meta", request_meta)
+    )
+
+
+def opens_modern(message: dict[str, Any]) -> bool:
+    """Whether a request carries the 2026-07-28 envelope (as the SDK tells the eras apart)."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return message["method"] != "initialize" and isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
+
+
+def call_params(params: object, names: Collection[str], *, modern: bool) -> bool:
+    """`tools/call` params naming one of `names`, with object arguments, of a shape the SDK takes
+    (nothing but name, arguments and `_meta`; at a handshake version, no 2026-07-28 envelope)."""
+    if not isinstance(params, dict) or not set(params) <= {"name", "arguments", "_meta"}:
+        return False
+    if params.get("name") not in names or not isinstance(params.get("arguments", {}), dict):
+        return False
+    if modern:
+        return modern_meta(params.get("_meta"))
+    # At a handshake version, a request carrying the 2026-07-28 envelope is the SDK's to refuse.
+    return "_meta" not in params or (request_meta(params["_meta"]) and PROTOCOL_VERSION_KEY not in params["_meta"])

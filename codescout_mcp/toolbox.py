@@ -1,0 +1,63 @@
+"""The tools one server offers, as plain objects the door (`answers/door.py`) and the SDK's
+handlers (`server.py`) both run: `rank_search_results` always; with a workspace, the tools that
+read it. Standard library only; each tool's heavy parts are imported when it is first called.
+"""
+
+from __future__ import annotations
+
+from codescout_mcp.answers import catalog, words
+from codescout_mcp.answers.door import Door
+from codescout_mcp.contract import TOOL_NAME
+from codescout_mcp.limits import OFFLOAD_HITS
+from codescout_mcp.protocol import instructions
+
+# Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
+
+    from codescout_mcp.answers.door import Tool
+
+
+class RankTool:
+    """`rank_search_results`: the rule on hits the caller has; it never searches or reads a file."""
+
+    name: Final = TOOL_NAME
+    definition: Final = catalog.RANK_TOOL
+
+    def heavy(self, arguments: dict[str, Any]) -> bool:
+        hits = arguments.get("hits")
+        return isinstance(hits, list) and len(hits) > OFFLOAD_HITS
+
+    def call(self, arguments: dict[str, Any], *, cached_only: bool = False) -> dict[str, Any]:
+        from codescout_mcp.ranking import rank
+        from codescout_mcp.validate import InvalidArguments
+
+        try:
+            return words.tool_result(rank(arguments))
+        except InvalidArguments as error:
+            return words.tool_error(str(error))
+
+
+def tools(workspace: str | None = None) -> list[Tool]:
+    """The tools a server offers: the ranking, and with a workspace the tools that read it."""
+    found: list[Tool] = [RankTool()]
+    if workspace is not None:
+        from codescout_mcp.workspace import Workspace, WorkspaceTool
+
+        found.append(WorkspaceTool(Workspace(workspace)))
+    return found
+
+
+class Offer:
+    """What one server offers, made once and shared by the door and the SDK's `Server`: its
+    tools (one `Workspace` behind those that read the checkout) and the instructions naming them."""
+
+    def __init__(self, workspace: str | None = None) -> None:
+        self.workspace = workspace
+        self.tools = tools(workspace)
+        self.instructions = instructions(workspace=workspace is not None)
+
+    def door(self, *, enabled: bool = True) -> Door:
+        """The door for these tools (off: the SDK answers everything, for the suite's comparisons)."""
+        return Door(self.tools, self.instructions, enabled=enabled)

@@ -68,9 +68,12 @@ TESTS: dict[str, list[str]] = {
     **{
         module: [
             "tests/unit/test_repository.py",
+            "tests/unit/test_ripgrep.py",
+            "tests/unit/test_git.py",
+            "tests/unit/test_hits_arguments.py",
             "tests/repositories/test_hits.py",
             "tests/repositories/test_workspace.py",
-            "tests/unit/test_system.py",
+            "tests/unit/test_platform.py",
             "-k",
             "not over_stdio and not over_http",
         ]

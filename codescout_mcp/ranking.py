@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from typing import Any, Final
 
     Hit = dict[str, Any]
-    Entry = dict[str, Any]
+    Row = dict[str, Any]
 
 # ECMAScript's white space and line terminators (what String.prototype.trim removes): the
 # brief's tool is JavaScript, so "whitespace only" means this set, not str.isspace().
@@ -90,7 +90,7 @@ def top(hits: list[Hit], limit: int, *, has_integral_floats: bool) -> list[Hit]:
     return heapq.nsmallest(limit, hits, key=key)
 
 
-def entry(hit: Hit, rank: int) -> Entry:
+def result_row(hit: Hit, rank: int) -> Row:
     """One result entry, keys in the contract's order, integers exact."""
     matches = int(hit["matches"])
     days = int(hit["last_modified_days"])
@@ -107,7 +107,7 @@ def entry(hit: Hit, rank: int) -> Entry:
 def ranked(hits: list[Hit], limit: int, *, has_integral_floats: bool) -> dict[str, Any]:
     """The whole answer for checked hits: results best first, and the counts."""
     results = [
-        entry(hit, rank) for rank, hit in enumerate(top(hits, limit, has_integral_floats=has_integral_floats), 1)
+        result_row(hit, rank) for rank, hit in enumerate(top(hits, limit, has_integral_floats=has_integral_floats), 1)
     ]
     return {"results": results, "counts": {"hits": len(hits), "returned": len(results)}}
 

@@ -6,7 +6,8 @@ requests (`Server.streamable_http_app`, stateless, JSON answers); in front of it
 (`guard.py`) refuses what the SDK should never see, reads every body itself, and keeps what
 all clients together can make the server hold within a bound known in advance (`budget.py`;
 the formula: docs/http.md). The modules, each importing only those before it: `settings.py`,
-`access.py`, `asgi.py`, `budget.py`, `exchange.py`, `guard.py`, `connections.py`.
+`asgi.py`, `budget.py`, `access.py`, `admission.py`, `exchange.py`, `routing.py`, `guard.py`,
+`connections.py`.
 """
 
 from __future__ import annotations

@@ -453,3 +453,44 @@ def test_an_enveloped_call_at_a_handshake_version_is_left_to_the_sdk(http_server
     assert routed(message, "2025-11-25") is None
     _, body = http_server.post(encode(message))
     assert json.loads(body) == exchanged("2025-11-25", [message])[0]
+
+
+MODERN_HEADERS = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "rank_search_results"}
+
+
+def test_a_2026_07_28_call_over_http_is_answered_as_the_sdk_does(http_server: RunningServer) -> None:
+    calls = [
+        call(1, params_of({"hits": HITS}), None),
+        call(2, params_of({"hits": [{"path": "a", "matches": 0}]}), None),
+        call("three", params_of({"hits": HITS, "limit": 1}, {"progressToken": 9}), None),
+        call(4, params_of({"hits": big_hits(6_000), "limit": 2}), None),
+    ]
+    expected = sdk_answers(None, calls)
+    for message, wanted in zip(calls, expected, strict=True):
+        status, body = http_server.post(encode(message), MODERN_HEADERS)
+        assert status == 200, body
+        assert json.loads(body) == wanted
+        assert json.loads(body)["result"]["_meta"] == {
+            "io.modelcontextprotocol/serverInfo": {
+                "name": "codescout",
+                "version": wanted["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["version"],
+            }
+        }
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {**MODERN_HEADERS, "Mcp-Name": "rank_workspace_hits"},
+        {**MODERN_HEADERS, "Mcp-Method": "tools/list"},
+        {k: v for k, v in MODERN_HEADERS.items() if k != "Mcp-Method"},
+    ],
+    ids=["another-name", "another-method", "no-method"],
+)
+def test_a_2026_07_28_call_whose_headers_disagree_is_the_sdks_to_refuse(
+    http_server: RunningServer, headers: dict[str, str]
+) -> None:
+    status, body = http_server.post(encode(call(1, params_of({"hits": HITS}), None)), headers)
+    answer = json.loads(body)
+    assert status == 400 and "error" in answer, body
+    assert answer["id"] == 1 and answer["error"]["code"] != -32603

@@ -1,27 +1,19 @@
-"""RepositoryFacts and ripgrep's formats, in process: the parts the CLI tests reach only in passing."""
+"""RepositoryFacts and Checkout in process (`facts/repository.py`, `facts/checkout.py`): where paths are,
+ages kept and refreshed, CODEOWNERS seen as it changes, shallow clones."""
 
 from __future__ import annotations
 
-import base64
-import dataclasses
-import json
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from codescout_mcp.facts.checkout import Checkout
-from codescout_mcp.facts.git import Git, GitError
-from codescout_mcp.facts.hits import HitsError, build_arguments, parse_now
-from codescout_mcp.facts.repository import FileFacts, Lookup, NeedsWork, RepositoryFacts
-from codescout_mcp.facts.ripgrep import RipgrepError, read_match_counts
+from codescout_mcp.facts.repository import Lookup, NeedsWork, RepositoryFacts
 from codescout_mcp.paths import resolved_folder
 from tests.gitrepo import DAY, NOW_SECONDS, Repo
-from tests.platforms import DELETED_CWD, FAKE_GIT, posix_only
 
 
 def facts_of(root: Path, **options: object) -> tuple[RepositoryFacts, list[str]]:
@@ -54,168 +46,6 @@ def repo(tmp_path: Path) -> Repo:
     # Files changed within a second of a status read are read again; let these settle.
     time.sleep(1.1)
     return r
-
-
-# --- ripgrep's formats --------------------------------------------------------------------------
-
-
-def event(kind: str, path: object = None, submatches: object = None) -> bytes:
-    data: dict[str, object] = {}
-    if path is not None:
-        data["path"] = path
-    if submatches is not None:
-        data["submatches"] = submatches
-    return json.dumps({"type": kind, "data": data}).encode()
-
-
-def test_json_stream_skips_blank_lines_and_other_events() -> None:
-    stream = b"\n".join(
-        [
-            event("begin", {"text": "a"}),
-            b"",
-            event("match", {"text": "a"}, [{}, {}]),
-            b"   ",
-            event("context", {"text": "b"}),
-            event("match", {"text": "b"}, []),
-            event("end", {"text": "a"}),
-        ]
-    )
-    assert read_match_counts(stream, "t") == {"a": 2, "b": 1}
-
-
-@pytest.mark.parametrize(
-    ("line", "message"),
-    [
-        (event("match", {"text": "a"}), "line 1: a match event without a path and submatches"),
-        (event("match", None, [{}]), "line 1: a match event without a path and submatches"),
-        (event("match", {"bytes": "not base64!"}, [{}]), "line 1: a match event without a path and submatches"),
-        (event("match", {"bytes": "YWJj!"}, [{}]), "line 1: a match event without a path and submatches"),
-        (event("match", {"other": "a"}, [{}]), "line 1: a match event without a path and submatches"),
-        (event("match", {"text": ""}, [{}]), "line 1: an empty path"),
-        (b'{"type": "match", "data": [1]}', "line 1: a match event without a path and submatches"),
-    ],
-)
-def test_json_stream_refusals(line: bytes, message: str) -> None:
-    with pytest.raises(RipgrepError) as caught:
-        read_match_counts(line, "t")
-    assert str(caught.value) == f"t: {message}"
-
-
-def test_base64_paths_are_their_bytes() -> None:
-    encoded = base64.b64encode(b"caf\xe9.txt").decode()
-    assert read_match_counts(event("match", {"bytes": encoded}, [{}]), "t") == {os.fsdecode(b"caf\xe9.txt"): 1}
-
-
-def test_count_lines_skip_blank_lines_anywhere() -> None:
-    assert read_match_counts(b"a:1\n\n  \nb:2\n", "t") == {"a": 1, "b": 2}
-    assert read_match_counts(b"a:1\na:2\n", "t") == {"a": 3}  # the same path twice adds up
-
-
-@pytest.mark.parametrize(
-    ("data", "message"),
-    [
-        (b":5\n", "line 1: expected PATH:COUNT"),
-        (b"a:1\nb\n", "line 2: expected PATH:COUNT"),
-        (b"a:-3\n", "line 1: a negative match count"),
-        (b"a:-\n", "line 1: b'-' is not a match count"),
-        (b"a:1-2\n", "line 1: b'1-2' is not a match count"),
-        (b"a:" + b"7" * 50 + b"x\n", "line 1: b'" + "7" * 40 + "' is not a match count"),
-    ],
-)
-def test_count_line_refusals(data: bytes, message: str) -> None:
-    with pytest.raises(RipgrepError) as caught:
-        read_match_counts(data, "t")
-    assert str(caught.value).startswith(f"t: {message}")
-
-
-def test_null_counts_edges() -> None:
-    assert read_match_counts(b"a\x001", "t") == {"a": 1}  # no newline at the end
-    assert read_match_counts(b"a\x001\n\n  \n", "t") == {"a": 1}  # trailing blank lines
-    assert read_match_counts(b"\na\x002\n", "t") == {"a": 2}  # a blank line before the first record
-    assert read_match_counts(b"one\x001\nnext\n\x002\n", "t") == {"one": 1, "next\n": 2}
-    with pytest.raises(RipgrepError, match=r"^t: line 3: the path holds a NUL character"):
-        read_match_counts(b"a\x001\nb\x002\nc\x00d\x003\n", "t")
-    with pytest.raises(RipgrepError, match=r"^t: line 2: an empty path"):
-        read_match_counts(b"a\x001\n\x003\n", "t")
-    with pytest.raises(RipgrepError, match=r"^t: line 1: an empty path"):
-        read_match_counts(b"\x003\n", "t")
-    with pytest.raises(RipgrepError, match=r"^t: line 2: expected PATH, NUL, COUNT"):
-        read_match_counts(b"a\x001\nb 2\n", "t")
-
-
-class CountedBytes(bytes):
-    """Bytes that add up how much of themselves their slices copy."""
-
-    copied = 0
-
-    def __getitem__(self, key: Any) -> Any:
-        part = bytes.__getitem__(self, key)
-        if isinstance(key, slice):
-            CountedBytes.copied += len(part)
-        return part
-
-
-@pytest.mark.parametrize("tail", [b"", b" \n" * 5_000])
-def test_null_counts_are_read_in_one_pass(tail: bytes) -> None:
-    records = 5_000
-    data = CountedBytes(b"".join(b"src/file%05d.py\x00%d\n" % (i, i + 1) for i in range(records)) + tail)
-    CountedBytes.copied = 0
-    counts = read_match_counts(data, "t")
-    assert len(counts) == records and counts["src/file04999.py"] == 5_000
-    # Each record is copied a bounded number of times, not the rest of the input per record.
-    assert CountedBytes.copied <= 3 * len(data)
-
-
-# --- git --------------------------------------------------------------------------------------------
-
-
-def fake_git(script: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A `git` on PATH that runs this shell script instead."""
-    shim = tmp_path / "shim"
-    shim.mkdir()
-    (shim / "git").write_text(f"#!/bin/sh\n{script}\n", encoding="utf-8")
-    (shim / "git").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
-
-
-@posix_only(FAKE_GIT)
-def test_git_that_overruns_its_timeout_is_one_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_git("sleep 5", tmp_path, monkeypatch)
-    git = Git(tmp_path, timeout=0.2)
-    started = time.monotonic()
-    with pytest.raises(GitError) as caught:
-        git.run("status")
-    assert str(caught.value) == f"git status took longer than 0 s in {tmp_path}"
-    with git.stream("log") as out:
-        time.sleep(0.3)
-        with pytest.raises(GitError, match=rf"^git log took longer than 0 s in {tmp_path}$"):
-            out.read(10)
-    assert time.monotonic() - started < 4
-
-
-def test_git_failures_name_the_command_and_its_last_line(tmp_path: Path) -> None:
-    with pytest.raises(GitError) as caught:
-        Git(tmp_path).run("status")
-    assert str(caught.value).startswith(f"git status failed in {tmp_path}: fatal: not a git repository")
-    assert Git(tmp_path).run("status", check=False)[0] != 0
-
-
-@posix_only(FAKE_GIT)
-def test_git_that_fails_without_a_word_is_one_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_git("exit 3", tmp_path, monkeypatch)
-    with pytest.raises(GitError) as caught:
-        Git(tmp_path).run("status")
-    assert str(caught.value) == f"git status failed in {tmp_path}: exit status 3, and nothing said"
-
-
-def test_git_keeps_or_clears_the_callers_git_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GIT_DIR", "/nowhere")
-    assert Git(tmp_path).env["GIT_DIR"] == "/nowhere"
-    assert "GIT_DIR" not in Git(tmp_path, isolated=True).env
-    command = Git(tmp_path).command("log")
-    assert command[0] == shutil.which("git") and command[-1] == "log"
-    assert command[1:4] == ["--no-pager", "--no-optional-locks", "--literal-pathspecs"]
-    assert command[4:6] == ["-c", "core.fsmonitor=false"] and "log.showRoot=true" in command
 
 
 # --- where paths are --------------------------------------------------------------------------------
@@ -465,56 +295,3 @@ def test_a_shallow_boundary_without_its_file_dates_at_zero(tmp_path: Path, repo:
     assert warnings == []  # notes are the caller's to pass on
     subprocess.run(["git", "-C", str(clone), "fetch", "-q", "--deepen=1"], check=True)  # only .git/shallow moves
     assert days(facts, "b.txt", notes=notes) == [364] and len(notes) == 1 and "2025-03-01" in notes[0]
-
-
-# --- the rest ----------------------------------------------------------------------------------------
-
-
-def test_file_facts_cannot_be_changed_once_known() -> None:
-    fact = FileFacts(3, "@a")
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        fact.days = 0  # type: ignore[misc]
-    assert fact == FileFacts(3, "@a") and hash(fact) == hash(FileFacts(3, "@a"))
-
-
-def test_parse_now_forms() -> None:
-    assert parse_now(" 2026-03-01T00:00:00z ") == NOW_SECONDS
-    assert parse_now("2026-03-01T00:00:00Z") == NOW_SECONDS
-    assert parse_now("2026-03-01T03:00:00+03:00") == NOW_SECONDS
-
-
-def test_build_arguments_when_every_file_vanished(tmp_path: Path) -> None:
-    warnings: list[str] = []
-    checkout = Checkout.open(None, cwd=tmp_path, warn=warnings.append)
-    with pytest.raises(HitsError, match=r"^no hits are left to rank$"):
-        build_arguments({"gone.txt": 1}, checkout=checkout, cwd=tmp_path, now=NOW_SECONDS)
-    assert warnings == ["gone.txt: left out, cannot read its modification time (No such file or directory)"]
-
-
-def test_build_arguments_leaves_out_only_the_files_that_vanished(tmp_path: Path) -> None:
-    for name in ("b.txt", "d.txt"):
-        (tmp_path / name).write_text("x", encoding="utf-8")
-        os.utime(tmp_path / name, (NOW_SECONDS - DAY,) * 2)
-    warnings: list[str] = []
-    checkout = Checkout.open(None, cwd=tmp_path, warn=warnings.append)
-    counts = {"d.txt": 4, "c-gone.txt": 3, "b.txt": 2, "a-gone.txt": 1}
-    built = build_arguments(counts, checkout=checkout, cwd=tmp_path, now=NOW_SECONDS, limit=5)
-    assert built == {
-        "hits": [
-            {"path": "b.txt", "matches": 2, "last_modified_days": 1},
-            {"path": "d.txt", "matches": 4, "last_modified_days": 1},
-        ],
-        "limit": 5,
-    }
-    assert [w.split(":")[0] for w in warnings] == ["a-gone.txt", "c-gone.txt"]
-
-
-@posix_only(DELETED_CWD)
-def test_build_arguments_in_a_deleted_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    checkout = Checkout.open(None, cwd=tmp_path, warn=lambda _: None)
-    gone = tmp_path / "gone"
-    gone.mkdir()
-    monkeypatch.chdir(gone)
-    gone.rmdir()
-    with pytest.raises(HitsError, match=r"^cannot read the current directory: No such file or directory$"):
-        build_arguments({"a": 1}, checkout=checkout, now=NOW_SECONDS)

@@ -1,0 +1,164 @@
+"""The Guard's third layer, routing: an admitted body read as JSON-RPC, then the door or the SDK.
+
+Every body is read here as the stdio transport reads a line (`jsonrpc.py`): what is not JSON
+gets -32700 (naming the byte offset, with the id when it can be read), what is not JSON-RPC
+-32600, a malformed response 400 with no JSON-RPC answer at all, at every protocol version.
+Then each request is put to the door (`answers/door.py`), as on stdio: a call of codescout's
+tools is answered by codescout. Anything else goes to the SDK: at the handshake-era versions
+(2025-03-26 to 2025-11-25, and a request with no `MCP-Protocol-Version`, which means
+2025-03-26) through its dispatcher (`exchange.py`), a batch (2025-03-26 only) member by
+member; at 2026-07-28 through the SDK's own entry, from the body already read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+
+from codescout_mcp.answers.door import Call, Door, Session
+from codescout_mcp.http.access import requested_version
+from codescout_mcp.http.admission import rules_out_json
+from codescout_mcp.http.asgi import (
+    MALFORMED_RESPONSE,
+    RESPONSE_REFUSED,
+    ASGIApp,
+    Headers,
+    Receive,
+    Scope,
+    replay,
+    respond,
+)
+from codescout_mcp.http.budget import BudgetedSend
+from codescout_mcp.http.exchange import batch_answer, encoded, exchange, modern_checks_pass
+from codescout_mcp.jsonrpc import Refusal, Unanswerable, check_batch, check_envelope, decoded, parsed, to_message
+from codescout_mcp.protocol import BATCH_VERSIONS
+
+logger = logging.getLogger("codescout")
+
+
+class Router:
+    """The routing layer, for one server: the door, and the SDK's app and `Server` behind it."""
+
+    def __init__(self, app: ASGIApp, server: Server[Any], door: Door) -> None:
+        self.app = app
+        self.server = server
+        self.door = door
+
+    async def serve(self, scope: Scope, headers: Headers, body: bytes, receive: Receive, send: BudgetedSend) -> None:
+        """Answer one admitted request (`admission.Route`)."""
+        version = requested_version(headers)
+        if version is None:
+            await self._serve_modern(scope, headers, body, receive, send)
+        else:
+            await self._serve_handshake_era(body, receive, send, version)
+
+    async def _serve_handshake_era(self, body: bytes, receive: Receive, send: BudgetedSend, version: str) -> None:
+        """A request at a 2025 version: one message, or a batch of them at 2025-03-26."""
+        # The body's bytes, its text and its parsed value are never all alive at once: each
+        # goes as soon as the next is made (this frame holds the only references to them).
+        try:
+            text = decoded(body)
+            del body
+            value = parsed(text)
+            del text
+        except Refusal as refusal:
+            await respond(send, 400, refusal.reply(), json_body=True)
+            return
+        if isinstance(value, list) and version in BATCH_VERSIONS:
+            await self._serve_batch(value, version, receive, send)
+            return
+        try:
+            envelope = check_envelope(value)
+            del value
+            route = self.door.route(envelope, Session.stateless(version))
+            call = route if isinstance(route, Call) else None
+            del route
+            message = None if call is not None else to_message(envelope)
+            del envelope
+        except Refusal as refusal:
+            await respond(send, 400, refusal.reply(), json_body=True)
+            return
+        except Unanswerable:
+            await respond(send, 400, MALFORMED_RESPONSE)
+            return
+        if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
+            await respond(send, 202, b"")  # a response to a request this server never sends: nothing to do
+            return
+        # The call's arguments go before its answer is written.
+        if call is not None:
+            answer: dict[str, Any] | None = await call.answer()
+            del call
+        else:
+            assert message is not None
+            answer = await exchange(self.server, message, version)
+            del message
+        if answer is None:
+            await respond(send, 202, b"")
+            return
+        data = encoded(answer)
+        del answer
+        await respond(send, 200, data, json_body=True)
+
+    async def _serve_batch(self, members: list[Any], version: str, receive: Receive, send: BudgetedSend) -> None:
+        """A JSON-RPC batch: served until its client leaves (a reset connection stops it)."""
+        try:
+            check_batch(members)
+        except Refusal as refusal:
+            await respond(send, 400, refusal.reply(), json_body=True)
+            return
+        gone = anyio.Event()
+
+        async def watch() -> None:  # the body is read: what receive says next is the client leaving
+            with contextlib.suppress(Exception):
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+            gone.set()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watch)
+            answers = await batch_answer(self.server, self.door, members, version, send.held, gone)
+            tasks.cancel_scope.cancel()
+        if gone.is_set():
+            logger.info("a batch's client left; the rest of the batch was not served")
+            return
+        if answers is None:  # notifications and responses only
+            await respond(send, 202, b"")
+            return
+        await respond(send, 200, answers, json_body=True)
+
+    async def _serve_modern(
+        self, scope: Scope, headers: Headers, body: bytes, receive: Receive, send: BudgetedSend
+    ) -> None:
+        """A 2026-07-28 request: read as at the other versions, then answered through the door when
+        it is a call of codescout's tools that the SDK's own checks pass, else by the SDK's own entry.
+
+        (The SDK reads NaN and Infinity as numbers and answers every invalid body with one
+        -32600 and `id: null`; here such a body gets its own error, as at the other versions.)
+        """
+        try:
+            checked = check_envelope(parsed(decoded(body)))
+        except Refusal as refusal:
+            await respond(send, 400, refusal.reply(), json_body=True)
+            return
+        except Unanswerable:
+            await respond(send, 400, MALFORMED_RESPONSE)
+            return
+        if "method" not in checked:
+            await respond(send, 400, RESPONSE_REFUSED)
+            return
+        route = self.door.route(checked, Session.stateless(None))
+        if isinstance(route, Call) and not rules_out_json(headers) and modern_checks_pass(scope, checked):
+            del checked, body
+            answer = await route.answer()
+            del route
+            data = encoded(answer)
+            del answer
+            await respond(send, 200, data, json_body=True)
+            return
+        del checked, route
+        await self.app(scope, replay(body, receive), send)

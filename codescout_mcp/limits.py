@@ -1,4 +1,4 @@
-"""Every default bound and timeout, stated once: the CLI's help text and the transports read them here.
+"""The defaults of the command-line flags, stated once: the CLI's help text and the transports read them here.
 
 Plain constants (standard library only), so that the CLI can format its help from them
 without importing a transport.

@@ -171,3 +171,47 @@ def test_gap_13_the_low_level_server_passes_arguments_unchecked() -> None:
 def test_gap_14_uvicorn_passes_no_tls_handshake_timeout() -> None:
     """Paid for by http/connections.GracefulServer.startup."""
     assert "ssl_handshake_timeout" not in inspect.getsource(uvicorn.Server.startup)
+
+
+def test_gap_16_a_call_through_the_sdk_copies_its_arguments_in_and_its_answer_out() -> None:
+    """Paid for by the door (answers/door.py): codescout's own calls never go through the SDK."""
+    hits = [{"path": "a.py", "matches": 1, "last_modified_days": 0}]
+    arguments = {"hits": hits}
+    seen: list[Any] = []
+    structured = {"results": [], "counts": {"hits": 1, "returned": 0}}
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        seen.append(params.arguments)
+        return types.CallToolResult(content=[], structured_content=structured)
+
+    async def run() -> Any:
+        server: Server[Any] = Server("t", on_call_tool=call_tool)
+        to_server, reads = anyio.create_memory_object_stream[SessionMessage | Exception](4)
+        writes, from_server = anyio.create_memory_object_stream[SessionMessage](4)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(server.run, reads, writes, server.create_initialization_options())
+            client = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+            opening = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": client}
+            await to_server.send(SessionMessage(types.jsonrpc_message_adapter.validate_python(opening)))
+            await to_server.send(
+                SessionMessage(
+                    types.jsonrpc_message_adapter.validate_python(
+                        {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                    )
+                )
+            )
+            call = types.JSONRPCRequest(
+                jsonrpc="2.0", id=2, method="tools/call", params={"name": "t", "arguments": arguments}
+            )
+            await to_server.send(SessionMessage(call))
+            with anyio.fail_after(10):
+                while True:
+                    item = await from_server.receive()
+                    if getattr(item.message, "id", None) == 2:
+                        tasks.cancel_scope.cancel()
+                        return item.message
+
+    answer = anyio.run(run)
+    assert seen == [arguments] and seen[0] is not arguments  # copied in
+    assert answer.result["structuredContent"] == structured
+    assert answer.result["structuredContent"] is not structured  # and dumped out again

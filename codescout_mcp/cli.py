@@ -121,6 +121,31 @@ def _parser(prog: str = "codescout") -> argparse.ArgumentParser:
         help="read CODEOWNERS as GitHub or GitLab does (default: detected from the file's place and sections)",
     )
     hits_cmd.set_defaults(run=_run_hits, parser=hits_cmd)
+
+    search_cmd = commands.add_parser(
+        "search",
+        formatter_class=_Formatter,
+        help="search a checkout with ripgrep and print its matching files ranked, as JSON",
+        description="Search the workspace (default: the current directory) for PATTERN with ripgrep and "
+        "print the matching files ranked by the rule, with their ages from git and owners from CODEOWNERS: "
+        "the answer of the MCP tool search_workspace. Exit status: 0 searched (no match included), "
+        "1 a pattern, path or checkout that cannot be searched, 2 usage error.",
+    )
+    search_cmd.add_argument("pattern", metavar="PATTERN", help="a regular expression, as ripgrep reads it")
+    search_cmd.add_argument("-F", "--fixed-strings", action="store_true", help="PATTERN is plain text")
+    search_cmd.add_argument("-i", "--ignore-case", action="store_true", help="ignore letter case")
+    search_cmd.add_argument("--path", metavar="PATH", help="search only this folder or file of the workspace")
+    search_cmd.add_argument(
+        "-g", "--glob", metavar="GLOB", help="search only files matching this glob (!GLOB excludes)"
+    )
+    search_cmd.add_argument("--limit", type=_limit, metavar="N", help="print at most N files (default 10)")
+    search_cmd.add_argument(
+        "--workspace", metavar="DIR", help="the folder to search and the boundary of every path (default: here)"
+    )
+    search_cmd.add_argument(
+        "--now", type=_timestamp, metavar="ISO8601", help="count days up to this moment instead of now (UTC if no zone)"
+    )
+    search_cmd.set_defaults(run=_run_search, parser=search_cmd)
     return parser
 
 
@@ -275,7 +300,7 @@ def mcp_main(argv: Sequence[str] | None = None) -> int:
 def _main(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.error("a command is required: rank, mcp or hits")
+        parser.error("a command is required: rank, mcp, hits or search")
     status: int = args.run(args)
     return status
 
@@ -377,6 +402,39 @@ def _run_hits(args: argparse.Namespace) -> int:
     from codescout_mcp.rank_command import render_json
 
     write_stdout(render_json(arguments))
+    return EXIT_OK
+
+
+def _run_search(args: argparse.Namespace) -> int:
+    """`codescout search`: the search tool's handler, run in process on the workspace named."""
+    import time
+
+    from codescout_mcp.facts.git import GitError
+    from codescout_mcp.facts.gitfiles import RepositoryError
+    from codescout_mcp.facts.repository import Lookup
+    from codescout_mcp.facts.search import SearchError
+    from codescout_mcp.rank_command import render_json
+    from codescout_mcp.search import SearchTool
+    from codescout_mcp.validate import InvalidArguments
+    from codescout_mcp.workspace import Workspace
+
+    folder = args.workspace if args.workspace is not None else "."
+    if not os.path.isdir(folder):
+        args.parser.error(f"--workspace {folder}: not a directory")
+    arguments: dict[str, object] = {"pattern": args.pattern, "fixed_strings": args.fixed_strings}
+    arguments["ignore_case"] = args.ignore_case
+    arguments |= {name: getattr(args, name) for name in ("path", "glob", "limit") if getattr(args, name) is not None}
+    tool = SearchTool(Workspace(folder, warn=lambda message: fail(f"warning: {message}")))
+    lookup = Lookup(time.time() if args.now is None else args.now, seconds=tool.seconds)
+    try:
+        answer = tool.search(arguments, lookup)
+    except InvalidArguments as error:
+        raise CliError(str(error)) from None
+    except SearchError as error:
+        raise CliError(f"{error.where}: {error}" if error.where else str(error)) from None
+    except (RepositoryError, GitError) as error:
+        raise CliError(f"the workspace {shown(os.path.realpath(folder))} cannot be read: {error}") from None
+    write_stdout(render_json(answer))
     return EXIT_OK
 
 

@@ -20,16 +20,14 @@ if TYPE_CHECKING:
 TOOL_NAME: Final = "rank_search_results"
 TOOL_TITLE: Final = "Rank code search hits"
 
+# The words a model reads, every turn: each says what a model needs (the rule, the answer's
+# shape, what is refused) once, and the bounds stay in the words (some hosts strip `minimum`
+# and `minLength`); tests/interop/test_hosts.py holds what hosts send a model to a byte budget.
 TOOL_DESCRIPTION: Final = (
-    "Rank code-search hits you already have, best first, so you know which files to open. "
-    "It runs no search and reads no files: pass one entry per file with its match count and "
-    "the days since it last changed (and its owner if known).\n"
-    "Rule: score = matches * 100 - last_modified_days (negative scores are kept). Order: "
-    "score descending, then more matches, then fewer days, then path (UTF-16 code-unit order). "
-    "Returns the first `limit` entries (default 10) as "
-    "{results: [{path, matches, last_modified_days, owner, score, rank}], "
-    "counts: {hits, returned}}; rank is 1-based; owner is null when absent, empty or "
-    "whitespace only. Paths must be unique; a bad argument is an error naming its location."
+    "Rank code-search hits you already have, best first, to pick the files to open; it never searches "
+    "or reads files. score = matches*100 - last_modified_days. "
+    "Returns {results:[{path,matches,last_modified_days,owner,score,rank}],counts:{hits,returned}}. "
+    "A bad argument is a tool error naming where it is."
 )
 
 # Python refuses to turn integers of more than 4300 digits into text, and a score has up to
@@ -40,109 +38,87 @@ MAX_INTEGER_DIGITS: Final = 4000
 # it; it stands for an integer only while doubles still hold every integer exactly.
 MAX_EXACT_FLOAT: Final = 2**53
 
+LIMIT: Final[dict[str, Any]] = {
+    "type": "integer",
+    "minimum": 1,
+    "default": 10,
+    "description": "Max results: integer >= 1; default 10.",
+}
+
 INPUT_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
         "hits": {
             "type": "array",
-            "description": "The search hits to rank, one per file, in any order: at least 1 hit.",
+            "description": "One per file, any order; at least 1.",
             "minItems": 1,
             "items": {
                 "type": "object",
                 "properties": {
-                    "path": {
-                        "type": "string",
-                        "minLength": 1,
-                        "description": (
-                            "The file the hit is in: a non-empty string (at least 1 character), unique within the call."
-                        ),
-                    },
+                    "path": {"type": "string", "minLength": 1, "description": "The file; non-empty, unique."},
                     "matches": {
                         "type": "integer",
                         "minimum": 1,
-                        "description": "How many matches the file holds: an integer, at least 1.",
+                        "description": "Matches in it: integer >= 1.",
                     },
                     "last_modified_days": {
                         "type": "integer",
                         "minimum": 0,
-                        "description": "Whole days since the file last changed: an integer, at least 0.",
+                        "description": "Days since it changed: integer >= 0.",
                     },
                     "owner": {
                         "type": "string",
-                        "description": (
-                            "Who owns the file: a string (null is not allowed); optional: leave it out when "
-                            "unknown, and the result's owner is null."
-                        ),
+                        "description": "Owner if known, else omit (not null).",
                     },
                 },
                 "required": ["path", "matches", "last_modified_days"],
             },
         },
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "default": 10,
-            "description": "How many results to return at most: an integer, at least 1; default 10.",
-        },
+        "limit": LIMIT,
     },
     "required": ["hits"],
 }
 
-OUTPUT_SCHEMA: Final[dict[str, Any]] = {
+# For validators, not for a model (no host shows a model the output schema): no words.
+RESULT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
-        "results": {
-            "type": "array",
-            "description": "The returned hits, best first: at most `limit` of them.",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "minLength": 1, "description": "The file the hit is in."},
-                    "matches": {"type": "integer", "minimum": 1, "description": "How many matches the file holds."},
-                    "last_modified_days": {
-                        "type": "integer",
-                        "minimum": 0,
-                        "description": "Whole days since the file last changed.",
-                    },
-                    # Two branches of one type each, not `"type": ["string", "null"]`: clients
-                    # that map schemas onto a single-type dialect (Gemini's, say) read this form,
-                    # and MCP Inspector's --strict check asks for it.
-                    "owner": {
-                        "anyOf": [{"type": "string"}, {"type": "null"}],
-                        "description": "Who owns the file, exactly as given; null when unknown, empty or blank.",
-                    },
-                    "score": {
-                        "type": "integer",
-                        "description": "matches * 100 - last_modified_days; may be negative.",
-                    },
-                    "rank": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "description": "1-based position in results.",
-                    },
-                },
-                "required": ["path", "matches", "last_modified_days", "owner", "score", "rank"],
-                "additionalProperties": False,
-            },
-        },
-        "counts": {
-            "type": "object",
-            "description": "How many hits came in and how many results went out.",
-            "properties": {
-                "hits": {"type": "integer", "minimum": 1, "description": "The number of hits given."},
-                "returned": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "The number of results returned: the smaller of counts.hits and limit.",
-                },
-            },
-            "required": ["hits", "returned"],
-            "additionalProperties": False,
-        },
+        "path": {"type": "string"},
+        "matches": {"type": "integer"},
+        "last_modified_days": {"type": "integer"},
+        # Two branches of one type each, not `"type": ["string", "null"]`: clients that map
+        # schemas onto a single-type dialect (Gemini's, say) read this form, and MCP Inspector's
+        # --strict check asks for it.
+        "owner": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "score": {"type": "integer"},
+        "rank": {"type": "integer"},
     },
-    "required": ["results", "counts"],
+    "required": ["path", "matches", "last_modified_days", "owner", "score", "rank"],
     "additionalProperties": False,
 }
+
+
+def output_schema(*, least_hits: int = 1, **more: dict[str, Any]) -> dict[str, Any]:
+    """The answer's schema: results and counts (counts.hits at least `least_hits`), and `more` fields."""
+    counts = {"hits": {"type": "integer", "minimum": least_hits}, "returned": {"type": "integer", "minimum": 0}}
+    return {
+        "type": "object",
+        "properties": {
+            "results": {"type": "array", "items": RESULT},
+            "counts": {
+                "type": "object",
+                "properties": counts,
+                "required": ["hits", "returned"],
+                "additionalProperties": False,
+            },
+            **more,
+        },
+        "required": ["results", "counts", *more],
+        "additionalProperties": False,
+    }
+
+
+OUTPUT_SCHEMA: Final = output_schema()
 
 
 # --- the opt-in second tool: the same ranking, with ages and owners read from a checkout ----
@@ -151,17 +127,10 @@ WORKSPACE_TOOL_NAME: Final = "rank_workspace_hits"
 WORKSPACE_TOOL_TITLE: Final = "Rank search hits in this workspace"
 
 WORKSPACE_TOOL_DESCRIPTION: Final = (
-    "Rank the files your own search found in this workspace, best first, so you know which to "
-    "open. Pass each file once with its path (relative to the workspace root, or absolute inside "
-    "it) and how many matches it holds; nothing else. The server reads each file's age (days since "
-    "its last commit, from git; 0 if it has uncommitted changes; its modification time outside git) "
-    "and owner (CODEOWNERS) itself. It never searches and never reads file contents.\n"
-    "Rule: score = matches * 100 - last_modified_days. Order: score descending, then more matches, "
-    "then fewer days, then path. Returns the first `limit` entries (default 10) as "
-    "{results: [{path, matches, last_modified_days, owner, score, rank}], counts: {hits, returned}}; "
-    "each path comes back relative to the workspace root with / separators, ready to open. A path "
-    "outside the workspace, missing, not a regular file, or naming the same file as an earlier hit "
-    "is an error naming its location."
+    "Rank files your own search found in this workspace, best first; codescout reads each file's age "
+    "(git) and owner (CODEOWNERS). score = matches*100 - days since it changed. Returns "
+    "{results:[{path,matches,last_modified_days,owner,score,rank}],counts:{hits,returned}}, paths "
+    "relative to the workspace. A path outside it, missing or repeated is a tool error naming where."
 )
 
 WORKSPACE_INPUT_SCHEMA: Final[dict[str, Any]] = {
@@ -169,7 +138,7 @@ WORKSPACE_INPUT_SCHEMA: Final[dict[str, Any]] = {
     "properties": {
         "hits": {
             "type": "array",
-            "description": "The files your search found, one entry per file, in any order: at least 1 entry.",
+            "description": "One per file, any order; at least 1.",
             "minItems": 1,
             "items": {
                 "type": "object",
@@ -177,21 +146,66 @@ WORKSPACE_INPUT_SCHEMA: Final[dict[str, Any]] = {
                     "path": {
                         "type": "string",
                         "minLength": 1,
-                        "description": (
-                            "The file, relative to the workspace root (or absolute inside it): a non-empty "
-                            "string (at least 1 character)."
-                        ),
+                        "description": "The file, relative to the workspace; non-empty.",
                     },
                     "matches": {
                         "type": "integer",
                         "minimum": 1,
-                        "description": "How many matches your search found in the file: an integer, at least 1.",
+                        "description": "Matches in it: integer >= 1.",
                     },
                 },
                 "required": ["path", "matches"],
             },
         },
-        "limit": INPUT_SCHEMA["properties"]["limit"],  # the same rule, the same words
+        "limit": LIMIT,  # the same rule, the same words
     },
     "required": ["hits"],
 }
+
+
+# --- the search tool: a pattern in, the workspace's matching files ranked out ---------------
+
+SEARCH_TOOL_NAME: Final = "search_workspace"
+SEARCH_TOOL_TITLE: Final = "Search this workspace and rank the files"
+
+SEARCH_TOOL_DESCRIPTION: Final = (
+    "Search this workspace and get the matching files ranked, best first: the files to open. ripgrep "
+    "counts matches (ignored, hidden, binary files and links skipped); ages from git, owners from "
+    "CODEOWNERS. score = matches*100 - days since changed. Returns {results:[{path,matches,"
+    "last_modified_days,owner,score,rank}],counts:{hits,returned},search:{files_searched}}, paths "
+    "relative to the workspace. A bad pattern is a tool error."
+)
+
+SEARCH_INPUT_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "pattern": {
+            "type": "string",
+            "minLength": 1,
+            "description": "A regex (ripgrep's syntax), or text with fixed_strings; non-empty.",
+        },
+        "fixed_strings": {"type": "boolean", "default": False, "description": "Pattern is plain text."},
+        "ignore_case": {"type": "boolean", "default": False, "description": "Ignore letter case."},
+        "path": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Only this folder or file (relative, non-empty).",
+        },
+        "glob": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Only files matching this non-empty glob (*.py; !*.md excludes).",
+        },
+        "limit": LIMIT,
+    },
+    "required": ["pattern"],
+}
+
+SEARCH_OUTPUT_SCHEMA: Final = output_schema(
+    least_hits=0,
+    search={
+        "type": "object",
+        "properties": {"files_searched": {"type": "integer"}},
+        "required": ["files_searched"],
+    },
+)

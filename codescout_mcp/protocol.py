@@ -29,20 +29,17 @@ WEBSITE_URL: Final = "https://github.com/codescout-dev/codescout"
 # error; after stdin closes, the stdio server waits this long (and a little more) for answers.
 CALL_SECONDS: Final = 120.0
 
+# What the server tells a client, every session; Codex shows it as the description of the
+# server's whole tool group. With a workspace, the search tool comes first: one call does it all.
 INSTRUCTIONS: Final = (
-    "codescout ranks code-search hits you already have. After a search (ripgrep, grep, an IDE) "
-    "returns many files, call rank_search_results with each file's path, match count and days "
-    "since it last changed, and open the files in the order it returns. It never searches or "
-    "reads files itself."
+    "codescout ranks code-search hits you already have: after a search returns many files, call "
+    "rank_search_results with each file's path, match count and days since it changed, and open the "
+    "files in the order it returns."
 )
-# With --workspace, the instructions name the second tool too: Codex shows them as the
-# description of the server's whole tool group.
 WORKSPACE_INSTRUCTIONS: Final = (
-    "codescout ranks code-search hits you already have. After a search returns many files in this "
-    "workspace, call rank_workspace_hits with each file's path (relative to the workspace) and match "
-    "count: it reads each file's age from git and its owner from CODEOWNERS itself. Where you already "
-    "know each file's age, rank_search_results ranks any hits. Open the files in the order returned. "
-    "Neither tool searches or reads file contents."
+    "codescout finds the files to open in this workspace: call search_workspace with a pattern to "
+    "search and rank in one step. For files you found yourself, rank_workspace_hits adds each file's "
+    "age and owner; rank_search_results ranks hits you already have."
 )
 
 

@@ -1,6 +1,7 @@
 """The tools one server offers, as plain objects the door (`answers/door.py`) and the SDK's
 handlers (`server.py`) both run: `rank_search_results` always; with a workspace, the tools that
-read it. Standard library only; each tool's heavy parts are imported when it is first called.
+read it (`rank_workspace_hits` and `search_workspace`, sharing one `Workspace`). Standard
+library only; each tool's heavy parts are imported when it is first called.
 """
 
 from __future__ import annotations
@@ -43,9 +44,11 @@ def tools(workspace: str | None = None) -> list[Tool]:
     """The tools a server offers: the ranking, and with a workspace the tools that read it."""
     found: list[Tool] = [RankTool()]
     if workspace is not None:
+        from codescout_mcp.search import SearchTool
         from codescout_mcp.workspace import Workspace, WorkspaceTool
 
-        found.append(WorkspaceTool(Workspace(workspace)))
+        shared = Workspace(workspace)  # what one tool reads of the checkout, the other need not read again
+        found += [WorkspaceTool(shared), SearchTool(shared)]
     return found
 
 

@@ -433,6 +433,8 @@ def _describe(schema: dict[str, Any], *, required: bool) -> str:
         text = "a non-empty string" if schema.get("minLength", 0) >= 1 else "a string"
     elif kind == "array":
         text = "a non-empty array" if schema.get("minItems", 0) >= 1 else "an array"
+    elif kind == "boolean":
+        text = "true or false"
     else:
         text = "an object"
     return text if required else f"{text} (or leave the field out)"
@@ -472,6 +474,55 @@ def format_location(path: Path) -> str:
     for step in path:
         text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else step)
     return text or ROOT
+
+
+class FlatChecker:
+    """The checker for a tool whose arguments are one object of strings, integers and booleans
+    (the search tool's), read from its schema: each field's type and bound, the first problem in
+    input order named, in the words the ranking tools' errors use."""
+
+    _TYPES: Final = {"string": (str,), "integer": (int, float), "boolean": (bool,)}
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.properties: dict[str, Any] = schema["properties"]
+        self.required = [name for name in self.properties if name in set(schema.get("required", ()))]
+        for name, sub in self.properties.items():
+            _check_keywords(sub, name)
+            if sub["type"] not in self._TYPES:
+                raise NotImplementedError(f"{name}: the flat checker has no rule for type {sub['type']!r}")
+
+    def validate(self, arguments: object) -> dict[str, Any]:
+        """Every field with its value (or its default), or InvalidArguments for the first problem."""
+        if type(arguments) is not dict:
+            raise InvalidArguments(ROOT, f"expected an object, got {_show(arguments)}")
+        checked = {name: sub["default"] for name, sub in self.properties.items() if "default" in sub}
+        for name, value in dict.items(arguments):
+            sub = self.properties.get(name) if type(name) is str else None
+            if sub is None:
+                continue  # a field the tool does not read is ignored
+            checked[name] = self._value(name, sub, value)
+        for name in self.required:
+            if name not in arguments:
+                raise InvalidArguments(name, f"missing, expected {_describe(self.properties[name], required=True)}")
+        return checked
+
+    def _value(self, name: str, schema: dict[str, Any], value: object) -> object:
+        required = name in self.required
+        kind = schema["type"]
+        if kind == "boolean" and type(value) is bool:
+            return value
+        if kind == "string" and type(value) is str and len(value) >= schema.get("minLength", 0):
+            return value
+        if kind == "integer" and (type(value) is int or type(value) is float):
+            number = value
+            if type(number) is int and number >= HUGE:
+                raise InvalidArguments(
+                    name, f"expected an integer of at most {MAX_INTEGER_DIGITS} digits, got a larger one"
+                )
+            integral = type(number) is int or (float(number).is_integer() and abs(number) <= MAX_EXACT_FLOAT)
+            if integral and number >= schema.get("minimum", -HUGE):
+                return int(number)
+        raise InvalidArguments(name, f"expected {_describe(schema, required=required)}, got {_show(value)}")
 
 
 RANK_CHECKER: Final = Checker(INPUT_SCHEMA)

@@ -12,7 +12,7 @@ checkout) and refreshed when HEAD, the index, a ref or CODEOWNERS changes, or wh
 inode changed after its status was read, so repeated calls on an unchanged checkout cost a
 few `stat` calls, and an edit or a commit shows in the next call. A workspace that was a
 plain folder is looked at again on each call, so a `git init` (or a clone into it) shows at
-once. Everything one call works out lives in a `_Call` of its own. Standard library only.
+once. Everything one call works out lives in a `CallPaths` of its own. Standard library only.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from codescout_mcp.answers import catalog, words
 from codescout_mcp.contract import WORKSPACE_INPUT_SCHEMA, WORKSPACE_TOOL_NAME
+from codescout_mcp.facts import Warn
 from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
@@ -52,8 +53,9 @@ INLINE_HITS: Final = 1_000
 class Workspace:
     """One workspace folder and what was read of it; safe to use from several threads, one call at a time."""
 
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, *, warn: Warn | None = None) -> None:
         self.root = Path(os.path.realpath(folder))
+        self._say = warn
         self._lock = threading.Lock()
         self._checkout: Checkout | None = None
         self._git_entries: tuple[bool, ...] = ()  # which folders around the root had a .git when opened
@@ -104,9 +106,14 @@ class Workspace:
         )
 
     def warn(self, message: str) -> None:
-        if message not in self._warned:  # each distinct warning once per server
+        """Tell the user of something off in the checkout: each distinct warning once, in the log
+        (or to the `warn` given: `codescout search` says it on stderr)."""
+        if message not in self._warned:
             self._warned.add(message)
-            logger.warning("workspace: %s", message)
+            if self._say is not None:
+                self._say(message)
+            else:
+                logger.warning("workspace: %s", message)
 
 
 class WorkspaceTool:
@@ -141,7 +148,7 @@ class WorkspaceTool:
         """The ranking of the hits in `arguments`, and notes on it; InvalidArguments names a bad hit."""
         checked = CHECKER.validate(arguments)
         with self.workspace.turn(lookup) as checkout:  # one call at a time reads and updates what is kept
-            call = _Call(self.workspace.root, checkout)
+            call = CallPaths(self.workspace.root, checkout)
             files = [call.file(index, hit["path"]) for index, hit in enumerate(checked.hits)]
             described = checkout.describe([path for path, _ in files], lookup, stats=call.stats)
             # A file typed in another case or normalisation than git's (where the file system
@@ -164,7 +171,7 @@ class WorkspaceTool:
         return rank({"hits": hits, "limit": checked.limit}), described.notes
 
 
-class _Call:
+class CallPaths:
     """What one call works out about the paths it was given: folders resolved, folder identities,
     each file's stat, and which file each earlier hit named."""
 
@@ -203,6 +210,28 @@ class _Call:
         self.stats[path] = status
         return path, answered_as
 
+    def place(self, given: str, where: str) -> str:
+        """A folder or file to search, as `given` (relative to the workspace, or absolute inside
+        it), resolved (links too: ripgrep is given the real place) and relative to the workspace;
+        InvalidArguments naming `where` when it is not a folder or a regular file inside."""
+        problem = name_problem(given)
+        if problem is not None:
+            raise InvalidArguments(where, f"{quoted(given)} {problem}")
+        path = os.path.realpath(os.path.join(self.root, given))
+        inside = self._relative(path, self.root)
+        if inside is None:
+            raise InvalidArguments(where, self._outside(path))
+        try:
+            status = os.stat(path)
+        except OSError as error:
+            if error.errno in (errno.ENOENT, errno.ENOTDIR):
+                raise InvalidArguments(where, self._missing(given, "file or folder")) from None
+            raise InvalidArguments(where, f"cannot read {quoted(given)} ({error.strerror})") from None
+        if not (stat.S_ISDIR(status.st_mode) or stat.S_ISREG(status.st_mode)):
+            kind = describe_kind(status.st_mode)
+            raise InvalidArguments(where, f"{quoted(given)} is {kind}, not a folder or a regular file")
+        return inside or "."
+
     def inside(self, path: str) -> str | None:
         """`path` relative to the workspace, `/`-separated, as the answer shows it; None when outside."""
         inside = self._relative(path, self.root)
@@ -219,7 +248,7 @@ class _Call:
                 status = os.stat(path)
         except OSError as error:
             if error.errno in (errno.ENOENT, errno.ENOTDIR):
-                raise InvalidArguments(where, self._missing(given)) from None
+                raise InvalidArguments(where, self._missing(given, "file")) from None
             if error.errno == errno.ENAMETOOLONG:
                 raise InvalidArguments(where, f"{quoted(given)} is longer than a path can be") from None
             raise InvalidArguments(where, f"cannot read {quoted(given)} ({error.strerror})") from None
@@ -235,16 +264,17 @@ class _Call:
             said += f"pass --workspace {shown(str(self.repository))}"
         return said
 
-    def _missing(self, given: str) -> str:
-        """Words for a path the workspace does not hold; naming the fix when the repository around it does."""
-        said = f"no such file in the workspace {shown(self.root)}: {quoted(given)}"
+    def _missing(self, given: str, kind: str) -> str:
+        """Words for a path the workspace does not hold; when the workspace is a folder inside a
+        repository, naming the fix for a path given from that repository's root. Nothing outside
+        the workspace is looked at for it: the words are the same whether such a file exists or not."""
+        said = f"no such {kind} in the workspace {shown(self.root)}: {quoted(given)}"
         if self._in_enclosing() and not os.path.isabs(given):
-            assert self.repository is not None
-            if os.path.isfile(os.path.join(self.repository, given)):
-                said += (
-                    f"; the workspace is a folder inside the repository {shown(str(self.repository))}, which has it: "
-                    f"pass --workspace {shown(str(self.repository))}"
-                )
+            repository = shown(str(self.repository))
+            said += (
+                f"; the workspace is a folder inside the repository {repository}: for a path from its root, "
+                f"pass --workspace {repository}"
+            )
         return said
 
     def _in_enclosing(self) -> bool:

@@ -14,6 +14,11 @@ import os
 from codescout_mcp.contract import (
     INPUT_SCHEMA,
     OUTPUT_SCHEMA,
+    SEARCH_INPUT_SCHEMA,
+    SEARCH_OUTPUT_SCHEMA,
+    SEARCH_TOOL_DESCRIPTION,
+    SEARCH_TOOL_NAME,
+    SEARCH_TOOL_TITLE,
     TOOL_DESCRIPTION,
     TOOL_NAME,
     TOOL_TITLE,
@@ -22,7 +27,7 @@ from codescout_mcp.contract import (
     WORKSPACE_TOOL_NAME,
     WORKSPACE_TOOL_TITLE,
 )
-from codescout_mcp.protocol import WEBSITE_URL, instructions
+from codescout_mcp.protocol import WEBSITE_URL
 from codescout_mcp.version import __version__
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
@@ -64,7 +69,7 @@ TOOLS_LIST_CACHE_SCOPE: Final = "public"
 
 
 def read_only(title: str) -> dict[str, Any]:
-    """What both tools are: they change nothing, answer the same to the same, reach nothing outside."""
+    """What every tool is: it changes nothing, answers the same to the same, reaches nothing outside."""
     return {
         "title": title,
         "readOnlyHint": True,
@@ -93,9 +98,14 @@ WORKSPACE_TOOL: Final[dict[str, Any]] = {
 }
 
 
-def tools(*, workspace: bool) -> list[dict[str, Any]]:
-    """The tools the server offers: the ranking, and with a workspace the workspace tool."""
-    return [RANK_TOOL, WORKSPACE_TOOL] if workspace else [RANK_TOOL]
+SEARCH_TOOL: Final[dict[str, Any]] = {
+    "name": SEARCH_TOOL_NAME,
+    "title": SEARCH_TOOL_TITLE,
+    "description": SEARCH_TOOL_DESCRIPTION,
+    "inputSchema": SEARCH_INPUT_SCHEMA,
+    "outputSchema": SEARCH_OUTPUT_SCHEMA,
+    "annotations": read_only(SEARCH_TOOL_TITLE),
+}
 
 
-__all__ = ["CAPABILITIES", "SERVER_INFO", "TOOLS_LIST_TTL_MS", "instructions", "read_only", "tools"]
+__all__ = ["CAPABILITIES", "RANK_TOOL", "SEARCH_TOOL", "SERVER_INFO", "TOOLS_LIST_TTL_MS", "WORKSPACE_TOOL"]

@@ -30,7 +30,7 @@ class BlockingFile(RepositoryError):
     """A file git would open is a FIFO or a device: git would wait on it (or read it) for ever."""
 
 
-def check_for_git(paths: Iterable[Path | str]) -> None:
+def check_for_git(paths: Iterable[Path | str], *, reader: str = "git") -> None:
     """BlockingFile for the first of `paths` (following links) that is a FIFO or a device.
 
     git opens such a file as it would any other and waits for a writer that never comes (a
@@ -44,8 +44,8 @@ def check_for_git(paths: Iterable[Path | str]) -> None:
             continue
         if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
             raise BlockingFile(
-                f"{shown(str(path))} is {describe_kind(mode)}, not a regular file, and git would wait on it; "
-                "the repository cannot be read"
+                f"{shown(str(path))} is {describe_kind(mode)}, not a regular file, and {reader} would wait on it"
+                + ("; the repository cannot be read" if reader == "git" else "")
             )
 
 

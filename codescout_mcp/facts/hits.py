@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -71,23 +72,7 @@ def build_arguments(
             cwd = Path.cwd()
         except OSError as error:
             raise HitsError(f"cannot read the current directory: {error.strerror}") from None
-    located: dict[str, int] = {}
-    folders: dict[str, str] = {}
-    for given, count in counts.items():
-        path = checkout.locate(given, cwd, folders)
-        located[path] = located.get(path, 0) + count
-    stats: dict[str, os.stat_result] = {}
-    for path in list(located):
-        try:
-            status = os.stat(path)
-        except (OSError, ValueError):
-            continue  # said below, with the rest of what cannot be read
-        left_out = _not_a_hit(checkout.name_of(path), status)
-        if left_out is not None:
-            checkout.warn(f"{shown(checkout.name_of(path))}: left out, {left_out}")
-            del located[path]
-        else:
-            stats[path] = status
+    located, stats = located_counts(counts, checkout, cwd)
     checkout.refresh()
     described = checkout.describe(located, Lookup(now), stats=stats)
     for note in described.notes:
@@ -104,13 +89,98 @@ def build_arguments(
         if isinstance(fact, OSError):
             checkout.warn(f"{shown(name)}: left out, cannot read its modification time ({fact.strerror})")
             continue
-        hit: dict[str, Any] = {"path": name, "matches": matches, "last_modified_days": fact.days}
-        if fact.owner is not None:
-            hit["owner"] = fact.owner
-        hits.append(hit)
+        hits.append(hit_of(name, matches, fact))
     if not hits:
         raise HitsError("no hits are left to rank")
     return {"hits": hits, **({"limit": limit} if limit is not None else {})}
+
+
+def hit_of(name: str, matches: int, fact: FileFacts) -> dict[str, Any]:
+    """One hit as the rank tool takes it (the owner left out when there is none)."""
+    hit: dict[str, Any] = {"path": name, "matches": matches, "last_modified_days": fact.days}
+    if fact.owner is not None:
+        hit["owner"] = fact.owner
+    return hit
+
+
+def located_counts(
+    counts: dict[str, int], checkout: Checkout, cwd: Path
+) -> tuple[dict[str, int], dict[str, os.stat_result]]:
+    """Each path ripgrep named (relative to `cwd`, or absolute) resolved, with its match count (one
+    file under two names counted once) and its stat; what is no hit to rank (a folder, a file of
+    git's own) left out with a warning. A path that cannot be stat'ed is kept, without a stat."""
+    located: dict[str, int] = {}
+    folders: dict[str, str] = {}
+    for given, count in counts.items():
+        path = checkout.locate(given, cwd, folders)
+        located[path] = located.get(path, 0) + count
+    stats: dict[str, os.stat_result] = {}
+    for path in list(located):
+        try:
+            status = os.stat(path)
+        except (OSError, ValueError):
+            continue  # said later, with the rest of what cannot be read
+        left_out = _not_a_hit(checkout.name_of(path), status)
+        if left_out is not None:
+            checkout.warn(f"{shown(checkout.name_of(path))}: left out, {left_out}")
+            del located[path]
+        else:
+            stats[path] = status
+    return located, stats
+
+
+def top_ranked(
+    located: dict[str, int],
+    stats: dict[str, os.stat_result],
+    *,
+    checkout: Checkout,
+    lookup: Lookup,
+    limit: int,
+    name_of: Callable[[str], str | None],
+) -> tuple[dict[str, Any], list[str]]:
+    """The ranking of located hits (`located_counts`) and the notes on it, the same as ranking every
+    hit, with only the files that can still reach the first `limit` dated.
+
+    A file scores at most 100 times its matches. So the files with the most matches are dated
+    first; a file whose matches times 100 falls below the `limit`-th best score found among them
+    cannot reach the first `limit` whatever its age, and needs none: one old file then does not
+    force a walk of the whole history. `name_of` names a resolved path as the answer gives it
+    (None: left out); files that vanished before they could be dated are left out, as
+    `build_arguments` leaves them.
+    """
+    from codescout_mcp.ranking import rank
+
+    order = sorted(located, key=lambda path: (-located[path], path))
+    hits: dict[str, tuple[int, FileFacts]] = {}  # by the name the answer gives
+    gone = 0
+    notes: list[str] = []
+
+    def date(paths: list[str]) -> None:
+        nonlocal gone
+        described = checkout.describe(paths, lookup, stats={path: stats[path] for path in paths if path in stats})
+        notes.extend(note for note in described.notes if note not in notes)
+        for path in paths:
+            fact = described.facts[path]
+            name = name_of(described.spellings.get(path, path))
+            if isinstance(fact, OSError) or name is None:
+                gone += 1
+            elif name in hits:  # one file under two names: one hit, as build_arguments merges them
+                hits[name] = (hits[name][0] + located[path], fact)
+                gone += 1
+            else:
+                hits[name] = (located[path], fact)
+
+    date(order[:limit])
+    scores = sorted((100 * matches - fact.days for matches, fact in hits.values()), reverse=True)
+    floor = scores[limit - 1] if len(scores) >= limit else None
+    rest = [path for path in order[limit:] if floor is None or 100 * located[path] >= floor]
+    if rest:
+        date(rest)
+    if not hits:
+        return {"results": [], "counts": {"hits": 0, "returned": 0}}, notes
+    ranking = rank({"hits": [hit_of(name, *hit) for name, hit in hits.items()], "limit": limit})
+    ranking["counts"]["hits"] = len(located) - gone
+    return ranking, notes
 
 
 def _not_a_hit(name: str, status: os.stat_result) -> str | None:

@@ -347,6 +347,14 @@ class RepositoryFacts:
             self._owners_signature = signature
         return self._owners
 
+    def tracked(self, lookup: Lookup) -> set[str]:
+        """The paths git tracks here (relative to the base); none outside git."""
+        if not self.in_git:
+            return set()
+        if lookup.cached_only and self._index is None:
+            raise NeedsWork
+        return self._tracked(lookup)
+
     def _tracked(self, lookup: Lookup) -> set[str]:
         """The paths in the index (what git tracks), read once per index."""
         assert self.git is not None

@@ -16,7 +16,13 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codescout_mcp.contract import OUTPUT_SCHEMA, TOOL_NAME, WORKSPACE_INPUT_SCHEMA, WORKSPACE_TOOL_NAME
+from codescout_mcp.contract import (
+    OUTPUT_SCHEMA,
+    SEARCH_TOOL_NAME,
+    TOOL_NAME,
+    WORKSPACE_INPUT_SCHEMA,
+    WORKSPACE_TOOL_NAME,
+)
 from codescout_mcp.server import build_server
 from tests.gitrepo import DAY, Repo, env_for, run
 from tests.helpers import codescout_exe, installed
@@ -71,7 +77,7 @@ async def test_without_a_workspace_the_list_is_the_one_tool_byte_for_byte(projec
     async with Client(build_server(workspace=str(project.root)), mode="legacy") as with_workspace:
         both = (await with_workspace.list_tools()).tools
     assert [t.name for t in alone] == [TOOL_NAME]
-    assert [t.name for t in both] == [TOOL_NAME, WORKSPACE_TOOL_NAME]
+    assert [t.name for t in both] == [TOOL_NAME, WORKSPACE_TOOL_NAME, SEARCH_TOOL_NAME]
     assert alone[0].model_dump_json() == both[0].model_dump_json()
     tool = both[1]
     assert tool.input_schema == WORKSPACE_INPUT_SCHEMA
@@ -83,7 +89,7 @@ async def test_without_a_workspace_the_list_is_the_one_tool_byte_for_byte(projec
         False,
     )
     assert tool.description is not None
-    for phrase in ("relative to the workspace", "from git", "never searches", "never reads file contents"):
+    for phrase in ("relative to the workspace", "age (git)", "owner (CODEOWNERS)", "tool error naming where"):
         assert phrase in tool.description
 
 
@@ -245,8 +251,12 @@ def tool_names_over_stdio(*args: str, env: dict[str, str] | None = None) -> list
 
 def test_the_variable_does_what_the_flag_does_and_the_flag_wins(project: Repo, tmp_path: Path) -> None:
     assert tool_names_over_stdio() == [TOOL_NAME]
-    assert tool_names_over_stdio(env={"CODESCOUT_WORKSPACE": str(project.root)}) == [TOOL_NAME, WORKSPACE_TOOL_NAME]
-    assert tool_names_over_stdio("--workspace", str(project.root)) == [TOOL_NAME, WORKSPACE_TOOL_NAME]
+    assert tool_names_over_stdio(env={"CODESCOUT_WORKSPACE": str(project.root)}) == [
+        TOOL_NAME,
+        WORKSPACE_TOOL_NAME,
+        SEARCH_TOOL_NAME,
+    ]
+    assert tool_names_over_stdio("--workspace", str(project.root)) == [TOOL_NAME, WORKSPACE_TOOL_NAME, SEARCH_TOOL_NAME]
     done = subprocess.run(
         [installed("codescout-mcp"), "--workspace", str(project.root)],
         input=b"",

@@ -197,10 +197,23 @@ def test_a_path_from_the_repository_root_names_the_workspace_to_pass(tmp_path: P
     assert layout.repository is not None
     results = stdio_caller(layout.workspace)(["docs/readme.md", "src/a.py", "nowhere.py"])
     assert results["docs/readme.md"]["structuredContent"]["results"][0]["path"] == "docs/readme.md"  # src/docs/...
+    hint = (
+        f"; the workspace is a folder inside the repository {layout.repository}: for a path from its root, "
+        f"pass --workspace {layout.repository}"
+    )
     assert results["src/a.py"]["content"][0]["text"] == (
-        f'hits[0].path: no such file in the workspace {layout.workspace}: "src/a.py"; the workspace is a folder '
-        f"inside the repository {layout.repository}, which has it: pass --workspace {layout.repository}"
+        f'hits[0].path: no such file in the workspace {layout.workspace}: "src/a.py"{hint}'
     )
+    # The same words whether or not such a file is there: nothing outside the workspace is looked at.
     assert results["nowhere.py"]["content"][0]["text"] == (
-        f'hits[0].path: no such file in the workspace {layout.workspace}: "nowhere.py"'
+        f'hits[0].path: no such file in the workspace {layout.workspace}: "nowhere.py"{hint}'
     )
+
+
+def test_a_missing_path_says_nothing_of_what_exists_around_the_workspace(tmp_path: Path) -> None:
+    """A project under a dotfiles repository in $HOME: `../.ssh/id_rsa` and `../.ssh/absent` are refused
+    in words that do not tell which one exists."""
+    layout = make_layout(tmp_path, "dotfiles")
+    results = stdio_caller(layout.workspace)([".ssh/id_rsa", ".ssh/absent"])
+    said = [results[path]["content"][0]["text"].replace(path, "PATH") for path in (".ssh/id_rsa", ".ssh/absent")]
+    assert said[0] == said[1], said

@@ -14,7 +14,14 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from codescout_mcp import __version__
-from codescout_mcp.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_NAME, TOOL_TITLE, WORKSPACE_TOOL_NAME
+from codescout_mcp.contract import (
+    INPUT_SCHEMA,
+    OUTPUT_SCHEMA,
+    SEARCH_TOOL_NAME,
+    TOOL_NAME,
+    TOOL_TITLE,
+    WORKSPACE_TOOL_NAME,
+)
 from codescout_mcp.server import build_server
 from tests.helpers import (
     EXAMPLE,
@@ -77,7 +84,7 @@ async def test_advertised_schemas_give_each_value_one_type() -> None:
     # some clients' schema converters cannot read: a value that may be null is an anyOf instead.
     async with Client(build_server(workspace="."), mode="auto") as connected:
         listed = await connected.list_tools()
-    assert len(listed.tools) == 2
+    assert len(listed.tools) == 3  # the ranking, rank_workspace_hits and search_workspace
     for tool in listed.tools:
         for schema in (tool.input_schema, tool.output_schema):
             assert _types(schema) and all(isinstance(kind, str) for kind in _types(schema)), tool.name
@@ -102,8 +109,10 @@ async def test_tools_list_advertises_the_hand_written_schemas(client: Client) ->
         title=TOOL_TITLE, read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
     )
     assert tool.description is not None
-    for phrase in ("matches * 100 - last_modified_days", "default 10", "UTF-16", "null"):
+    shape = "{results:[{path,matches,last_modified_days,owner,score,rank}],counts:{hits,returned}}"
+    for phrase in ("score = matches*100 - last_modified_days", shape, "tool error naming where"):
         assert phrase in tool.description
+    assert "not null" in INPUT_SCHEMA["properties"]["hits"]["items"]["properties"]["owner"]["description"]
 
 
 async def test_server_identifies_itself() -> None:
@@ -138,24 +147,22 @@ def _properties(schema: dict[str, Any], at: str = "") -> Iterator[tuple[str, dic
 
 
 async def test_every_property_says_in_words_its_bounds_and_default(tmp_path: Path) -> None:
-    """Some clients (Codex) drop minimum, minLength, minItems and default from what the model sees."""
+    """Some clients (Codex) drop minimum, minLength, minItems and default from what the model sees;
+    no host shows a model the output schema, which carries no words at all."""
     async with Client(build_server(workspace=str(tmp_path)), mode="legacy") as connected:
         listed = await connected.list_tools()
-    assert [tool.name for tool in listed.tools] == [TOOL_NAME, WORKSPACE_TOOL_NAME]
+    assert [tool.name for tool in listed.tools] == [TOOL_NAME, WORKSPACE_TOOL_NAME, SEARCH_TOOL_NAME]
     stated = []
+    phrases = {"minimum": ">= {}", "minItems": "at least {}", "minLength": "non-empty", "default": "default {}"}
     for tool in listed.tools:
         for where, prop in _properties(tool.input_schema):
             words = prop["description"]
-            for keyword, phrase in (("minimum", "at least {}"), ("minItems", "at least {}"), ("default", "default {}")):
-                if keyword in prop:
+            for keyword, phrase in phrases.items():
+                if keyword in prop and not (keyword == "default" and prop[keyword] is False):  # false: left out
                     assert phrase.format(prop[keyword]) in words, (tool.name, where, words)
                     stated.append((tool.name, where, keyword))
-            if "minLength" in prop:
-                assert f"at least {prop['minLength']} character" in words, (tool.name, where, words)
-                stated.append((tool.name, where, "minLength"))
         assert tool.output_schema is not None
-        for where, prop in _properties(tool.output_schema):
-            assert prop.get("description", "").strip(), (tool.name, where)
+        assert all("description" not in prop for _, prop in _properties(tool.output_schema)), tool.name
     assert sorted(stated) == sorted(
         [
             (TOOL_NAME, "hits", "minItems"),
@@ -169,6 +176,11 @@ async def test_every_property_says_in_words_its_bounds_and_default(tmp_path: Pat
             (WORKSPACE_TOOL_NAME, "hits[].matches", "minimum"),
             (WORKSPACE_TOOL_NAME, "limit", "minimum"),
             (WORKSPACE_TOOL_NAME, "limit", "default"),
+            (SEARCH_TOOL_NAME, "pattern", "minLength"),
+            (SEARCH_TOOL_NAME, "path", "minLength"),
+            (SEARCH_TOOL_NAME, "glob", "minLength"),
+            (SEARCH_TOOL_NAME, "limit", "minimum"),
+            (SEARCH_TOOL_NAME, "limit", "default"),
         ]
     )
 

@@ -1,0 +1,303 @@
+"""`search_workspace` and `codescout search` on a real checkout, held to the pipeline done by hand.
+
+The checkout has pinned commit dates, CODEOWNERS, and files ripgrep skips by default (ignored,
+hidden, binary, a link to a folder outside); one file turns binary after its first matches.
+For words, regexes and options, each at several limits, the tool's results and counts (over
+a real stdio session of the installed server) and `codescout search`'s are those of
+`rg --json PATTERN | codescout hits | codescout rank`. Then what must never happen: a ripgrep
+config or a pattern that looks like an option running anything, a search reaching outside
+the workspace, a bad pattern answered with anything but a tool error naming it, a blocking
+ignore file waited on, ripgrep left running past its deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codescout_mcp.search import SearchTool
+from codescout_mcp.workspace import Workspace
+from tests.gitrepo import Repo, env_for, rg_exe, run
+from tests.helpers import codescout_exe, installed
+from tests.platforms import linux_only, posix_only
+
+# Pinned ages: whole days, far from a day's edge whenever the test runs.
+AGES = {"src/search.py": 3, "src/rank.py": 40, "docs/guide.md": 200, "README.md": 10, "src/deep/util.py": 700}
+
+
+def ago(days: int) -> str:
+    return (datetime.now(timezone.utc) - timedelta(days=days, hours=12)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("search")
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("search search search search search\n", encoding="utf-8")
+    repo = Repo(base / "project")
+    texts = {
+        "src/search.py": "def search(pattern):\n    return search_all(pattern)  # search\n",
+        "src/rank.py": "def rank(hits):\n    # rank the search hits\n    return sorted(hits)\n",
+        "docs/guide.md": "# Guide\nSearch, then rank. search search.\n",
+        "README.md": "search once\n",
+        "src/deep/util.py": "SEARCH = 'Search'\n",
+    }
+    for name, text in texts.items():
+        repo.write(name, text)
+    repo.write("CODEOWNERS", "*.py @py-team\n/docs/ @writers\n")
+    repo.write(".gitignore", "build/\n")
+    for name in sorted(AGES, key=lambda n: -AGES[n]):
+        repo.commit(ago(AGES[name]), name)
+    repo.commit(ago(900), "CODEOWNERS", ".gitignore")
+    repo.write("build/out.py", "search search search\n")  # ignored
+    repo.write(".hidden/h.py", "search search\n")  # hidden
+    (repo.root / "data.bin").write_bytes(b"search\0search\n")  # binary at once
+    # Binary only after its first 64 KiB: --json counts its early matches, --count-matches not.
+    (repo.root / "late.dat").write_bytes(b"search line\n" * 8000 + b"\0\nsearch\n")
+    (repo.root / "linked").symlink_to(outside, target_is_directory=True)  # a link out: not followed
+    repo.write("untracked.txt", "search search search search\n")
+    return repo.root
+
+
+def session(workspace: Path, calls: list[dict[str, Any]], env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Each call's result, through `codescout-mcp --workspace` on a pipe."""
+    lines: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]  # fmt: skip
+    lines += [
+        {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "search_workspace", "arguments": a}}
+        for n, a in enumerate(calls, 1)
+    ]
+    done = subprocess.run(
+        [installed("codescout-mcp"), "--workspace", str(workspace)],
+        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
+        capture_output=True,
+        env=env or env_for(),
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.decode().splitlines())}
+    return [replies[n]["result"] for n in range(1, len(calls) + 1)]
+
+
+def by_hand(workspace: Path, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """`rg --json ... | codescout hits | codescout rank` in the workspace; None when it ranks nothing."""
+    options = ["--fixed-strings"] * arguments.get("fixed_strings", False) + ["--ignore-case"] * arguments.get(
+        "ignore_case", False
+    )
+    options += [f"--glob={arguments['glob']}"] if "glob" in arguments else []
+    where = [arguments["path"]] if "path" in arguments else []
+    rg = run([rg_exe(), "--json", *options, "-e", arguments["pattern"], *where], workspace)
+    assert rg.returncode in (0, 1), rg.stderr
+    limit = ["--limit", str(arguments["limit"])] if "limit" in arguments else []
+    hits = run([codescout_exe(), "hits", *limit], workspace, stdin=rg.stdout)
+    if hits.returncode != 0:
+        assert b"nothing to rank" in hits.stderr or b"no hits are left" in hits.stderr, hits.stderr
+        return None
+    ranked = run([codescout_exe(), "rank", "--input", "-"], workspace, stdin=hits.stdout)
+    assert ranked.returncode == 0, ranked.stderr
+    answer: dict[str, Any] = json.loads(ranked.stdout)
+    return answer
+
+
+SEARCHES: list[dict[str, Any]] = [
+    {"pattern": "search"},
+    {"pattern": "search", "limit": 1},
+    {"pattern": "search", "limit": 2},
+    {"pattern": "search", "limit": 100},
+    {"pattern": "sea?rch\\b"},
+    {"pattern": "(rank|search)_?", "limit": 3},
+    {"pattern": "SEARCH", "ignore_case": True},
+    {"pattern": "search(", "fixed_strings": True},
+    {"pattern": "search", "path": "src"},
+    {"pattern": "search", "path": "src/search.py"},
+    {"pattern": "search", "glob": "*.md"},
+    {"pattern": "search", "glob": "!*.py", "limit": 2},
+]
+
+
+def test_the_tool_and_the_command_answer_as_the_pipeline_does(checkout: Path) -> None:
+    answers = session(checkout, SEARCHES)
+    for arguments, result in zip(SEARCHES, answers, strict=True):
+        assert not result.get("isError"), (arguments, result)
+        found = result["structuredContent"]
+        expected = by_hand(checkout, arguments)
+        assert expected is not None, arguments
+        assert {"results": found["results"], "counts": found["counts"]} == expected, arguments
+        assert found["search"]["files_searched"] >= found["counts"]["hits"]
+        assert json.loads(result["content"][0]["text"]) == found
+        command = ["search", arguments["pattern"]]
+        command += ["--fixed-strings"] * arguments.get("fixed_strings", False)
+        command += ["--ignore-case"] * arguments.get("ignore_case", False)
+        for name in ("path", "glob", "limit"):
+            command += [f"--{name}={arguments[name]}"] if name in arguments else []
+        printed = run([codescout_exe(), *command], checkout)
+        assert printed.returncode == 0, printed.stderr
+        assert json.loads(printed.stdout) == found, arguments
+
+
+def test_what_ripgrep_skips_by_default_is_not_searched(checkout: Path) -> None:
+    (result,) = session(checkout, [{"pattern": "search", "limit": 100}])
+    paths = {entry["path"] for entry in result["structuredContent"]["results"]}
+    assert paths == {"src/search.py", "src/rank.py", "docs/guide.md", "README.md", "untracked.txt", "late.dat"}
+    ages = {entry["path"]: entry["last_modified_days"] for entry in result["structuredContent"]["results"]}
+    assert {name: ages[name] for name in ("src/search.py", "src/rank.py", "docs/guide.md")} == {
+        "src/search.py": 3,
+        "src/rank.py": 40,
+        "docs/guide.md": 200,
+    }
+    owners = {entry["path"]: entry["owner"] for entry in result["structuredContent"]["results"]}
+    assert (owners["src/search.py"], owners["docs/guide.md"], owners["README.md"]) == ("@py-team", "@writers", None)
+
+
+def test_a_pattern_that_matches_nothing_is_an_answer(checkout: Path) -> None:
+    (result,) = session(checkout, [{"pattern": "zebra-xylophone"}])
+    assert result.get("isError") is False
+    assert result["structuredContent"]["results"] == []
+    assert result["structuredContent"]["counts"] == {"hits": 0, "returned": 0}
+    assert result["structuredContent"]["search"]["files_searched"] > 5
+
+
+def test_bad_arguments_are_tool_errors_naming_their_place(checkout: Path) -> None:
+    calls: list[dict[str, Any]] = [
+        {"pattern": "("},
+        {"pattern": "x", "glob": "["},
+        {"pattern": "x", "path": "../outside"},
+        {"pattern": "x", "path": "linked"},
+        {"pattern": "x", "path": "nowhere"},
+        {"pattern": ""},
+        {"pattern": 3},
+        {},
+        {"pattern": "x", "limit": 0},
+        {"pattern": "x", "ignore_case": "yes"},
+        {"pattern": "a\u0000b"},
+    ]
+    said = [result["content"][0]["text"] for result in session(checkout, calls)]
+    assert said == [
+        "pattern: not a regular expression ripgrep reads (unclosed group)",
+        "glob: not a glob ripgrep reads (unclosed character class; missing ']')",
+        f"path: outside the workspace {checkout}",
+        f"path: outside the workspace {checkout}",
+        f'path: no such file or folder in the workspace {checkout}: "nowhere"',
+        'pattern: expected a non-empty string, got ""',
+        "pattern: expected a non-empty string, got 3",
+        "pattern: missing, expected a non-empty string",
+        "limit: expected an integer >= 1 (or leave the field out), got 0",
+        'ignore_case: expected true or false (or leave the field out), got "yes"',
+        'pattern: "a\\x00b" holds a character no command line can carry',
+    ]
+
+
+@posix_only("a shell script stands in for the program ripgrep's --pre would run")
+def test_no_ripgrep_config_and_no_pattern_runs_anything(checkout: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    script = tmp_path / "pre.sh"
+    script.write_text(f'#!/bin/sh\ntouch {marker}\ncat "$1"\n', encoding="utf-8")
+    script.chmod(0o755)
+    config = tmp_path / "ripgreprc"
+    config.write_text(f"--pre={script}\n--hidden\n--no-ignore\n--follow\n", encoding="utf-8")
+    calls: list[dict[str, Any]] = [
+        {"pattern": "search", "limit": 100},
+        {"pattern": f"--pre={script}"},
+        {"pattern": "-z"},
+        {"pattern": "--files"},
+        {"pattern": "x", "glob": f"--pre={script}"},
+    ]
+    results = session(checkout, calls, env=env_for(RIPGREP_CONFIG_PATH=str(config)))
+    assert not marker.exists()
+    paths = {entry["path"] for entry in results[0]["structuredContent"]["results"]}
+    assert ".hidden/h.py" not in paths and "build/out.py" not in paths  # the config's options were not taken
+    assert not any(path.startswith("linked/") for path in paths)
+    for result in results[1:]:
+        assert result.get("isError") is False and result["structuredContent"]["counts"]["hits"] == 0, result
+
+
+@posix_only("a symbolic link to /dev/zero")
+def test_an_ignore_file_git_tracks_that_is_a_device_is_refused_at_once(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "p")
+    repo.write("a.py", "search\n")
+    (repo.root / "sub").mkdir()
+    (repo.root / "sub" / ".gitignore").symlink_to("/dev/zero")
+    repo.commit(ago(5), "a.py", "sub/.gitignore")
+    started = time.monotonic()
+    (result,) = session(repo.root, [{"pattern": "search"}])
+    assert time.monotonic() - started < 20
+    assert result["isError"] is True
+    text = result["content"][0]["text"]
+    assert text == (
+        f"the workspace {repo.root} cannot be read: {repo.root}/sub/.gitignore is a device, not a regular file, "
+        "and ripgrep would wait on it"
+    )
+
+
+@linux_only("a FIFO, and /proc to see what runs")
+def test_a_search_held_by_a_fifo_ends_at_its_deadline_and_leaves_no_ripgrep(tmp_path: Path) -> None:
+    """An untracked FIFO where ripgrep opens an ignore file holds ripgrep: the call ends at its
+    deadline with a tool error, and ripgrep's process group is ended with it."""
+    repo = Repo(tmp_path / "p")
+    repo.write("a.py", "search\n")
+    repo.commit(ago(5), "a.py")
+    (repo.root / "sub").mkdir()
+    if sys.platform == "win32":  # marked Linux-only; this is for the type checker
+        raise AssertionError("no FIFOs on Windows")
+    os.mkfifo(repo.root / "sub" / ".ignore")  # untracked, in a folder ripgrep walks into
+    tool = SearchTool(Workspace(str(repo.root)), seconds=3.0)
+    started = time.monotonic()
+    assert ripgreps_in(repo.root) == []
+    result = tool.call({"pattern": "search"})
+    assert result is not None and result["isError"] is True
+    assert result["content"][0]["text"] == "the search did not finish within 3 s; narrow it with path or glob"
+    assert time.monotonic() - started < 10
+    time.sleep(0.5)
+    assert ripgreps_in(repo.root) == []
+
+
+def ripgreps_in(folder: Path) -> list[str]:
+    """The ripgrep processes working in `folder` (Linux: /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cwd = os.readlink(f"/proc/{entry}/cwd")
+                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if cwd == str(folder) and os.path.basename(argv[0]) in (b"rg", b"rg.exe"):
+                found.append(entry)
+    return found
+
+
+def test_without_ripgrep_the_tool_says_what_to_install(
+    checkout: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(sysconfig, "get_path", lambda name: str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    result = SearchTool(Workspace(str(checkout))).call({"pattern": "search"})
+    assert result is not None and result["isError"] is True
+    assert result["content"][0]["text"] == (
+        "ripgrep is not installed: install it (`pip install ripgrep`, or your system's `ripgrep` package) "
+        "and start the server again"
+    )
+
+
+def test_the_command_line_refuses_what_the_tool_refuses(checkout: Path) -> None:
+    done = run([codescout_exe(), "search", "("], checkout)
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert done.stderr == b"codescout: pattern: not a regular expression ripgrep reads (unclosed group)\n"
+    usage = run([codescout_exe(), "search"], checkout)
+    assert usage.returncode == 2 and b"usage error" in usage.stderr
+    dashes = run([codescout_exe(), "search", "--", "--pre=x"], checkout)
+    assert dashes.returncode == 0 and json.loads(dashes.stdout)["counts"]["hits"] == 0

@@ -58,7 +58,9 @@ RUN git config --system --add safe.directory /w \
  && git --version \
  && tini --version
 COPY --from=build /opt/codescout /opt/codescout
-RUN groupadd --system --gid 10001 codescout \
+# search_workspace runs the ripgrep the package's wheel installed beside codescout.
+RUN /opt/codescout/bin/rg --version \
+ && groupadd --system --gid 10001 codescout \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin codescout
 ENV PATH="/opt/codescout/bin:${PATH}" \

@@ -169,11 +169,11 @@ SEARCH_TOOL_NAME: Final = "search_workspace"
 SEARCH_TOOL_TITLE: Final = "Search this workspace and rank the files"
 
 SEARCH_TOOL_DESCRIPTION: Final = (
-    "Search this workspace and get the matching files ranked, best first: the files to open. ripgrep "
-    "counts matches (ignored, hidden, binary files and links skipped); ages from git, owners from "
-    "CODEOWNERS. score = matches*100 - days since changed. Returns {results:[{path,matches,"
-    "last_modified_days,owner,score,rank}],counts:{hits,returned},search:{files_searched}}, paths "
-    "relative to the workspace. A bad pattern is a tool error."
+    "Search this workspace and rank the matching files, best first: the files to open. ripgrep counts "
+    "matches (skips ignored, hidden, binary files, links); ages from git, owners from CODEOWNERS; "
+    "score = matches*100 - days since changed. Returns {results:[{path,matches,last_modified_days,"
+    "owner,score,rank}],counts:{hits,returned},search:{files_searched}}; paths relative to the "
+    "workspace. Bad pattern: tool error."
 )
 
 SEARCH_INPUT_SCHEMA: Final[dict[str, Any]] = {
@@ -182,19 +182,19 @@ SEARCH_INPUT_SCHEMA: Final[dict[str, Any]] = {
         "pattern": {
             "type": "string",
             "minLength": 1,
-            "description": "A regex (ripgrep's syntax), or text with fixed_strings; non-empty.",
+            "description": "Regex (ripgrep syntax), or text if fixed_strings; non-empty.",
         },
         "fixed_strings": {"type": "boolean", "default": False, "description": "Pattern is plain text."},
         "ignore_case": {"type": "boolean", "default": False, "description": "Ignore letter case."},
         "path": {
             "type": "string",
             "minLength": 1,
-            "description": "Only this folder or file (relative, non-empty).",
+            "description": "Only this folder or file (relative; non-empty).",
         },
         "glob": {
             "type": "string",
             "minLength": 1,
-            "description": "Only files matching this non-empty glob (*.py; !*.md excludes).",
+            "description": "Only files matching this glob; non-empty (*.py, !*.md).",
         },
         "limit": LIMIT,
     },

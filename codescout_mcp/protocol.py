@@ -38,8 +38,8 @@ INSTRUCTIONS: Final = (
 )
 WORKSPACE_INSTRUCTIONS: Final = (
     "codescout finds the files to open in this workspace: call search_workspace with a pattern to "
-    "search and rank in one step. For files you found yourself, rank_workspace_hits adds each file's "
-    "age and owner; rank_search_results ranks hits you already have."
+    "search and rank in one step. rank_workspace_hits adds ages and owners to files you found; "
+    "rank_search_results ranks full hits."
 )
 
 

@@ -31,7 +31,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from codescout_mcp import __version__
-from codescout_mcp.contract import TOOL_NAME, WORKSPACE_TOOL_NAME
+from codescout_mcp.contract import SEARCH_TOOL_NAME, TOOL_NAME, WORKSPACE_TOOL_NAME
 from tests.gitrepo import DAY, Repo, run, workspace_call
 from tests.helpers import EXAMPLE, EXAMPLE_RESULT, ROOT, codescout_exe
 from tests.interop.test_typescript_client import SDKS, check_report, gone, run_client
@@ -254,6 +254,10 @@ def test_the_workspace_tool_reads_a_read_only_checkout_owned_by_another_uid(imag
     ranked = run([codescout_exe(), "rank", "--input", "-"], repo.root, stdin=made.stdout)
     assert ranked.returncode == 0, ranked.stderr
     expected = json.loads(ranked.stdout)
+    searched = run([codescout_exe(), "search", "[a-z]", "--limit", "3"], repo.root)
+    assert searched.returncode == 0, searched.stderr
+    expected_search = json.loads(searched.stdout)
+    assert expected_search["counts"]["hits"] == 5  # the four files, and CODEOWNERS
     assert [(r["path"], r["last_modified_days"], r["owner"]) for r in expected["results"]] == [
         ("src/legacy/old.py", 300, "@org/everyone"),
         ("src/search/rank.py", 2, "@alice @bob"),
@@ -274,13 +278,16 @@ def test_the_workspace_tool_reads_a_read_only_checkout_owned_by_another_uid(imag
         params = StdioServerParameters(command=argv[0], args=argv[1:])
         async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
             names = [tool.name for tool in (await client.list_tools()).tools]
-            assert names == [TOOL_NAME, WORKSPACE_TOOL_NAME]
+            assert names == [TOOL_NAME, WORKSPACE_TOOL_NAME, SEARCH_TOOL_NAME]
             hits = [{"path": path, "matches": n} for path, n in counts.items()]
             result = await client.call_tool(WORKSPACE_TOOL_NAME, {"hits": hits})
             assert not result.is_error, result.content
-            return result.structured_content
+            # The image's own ripgrep (from the package's wheel) searches the mounted checkout.
+            searched = await client.call_tool(SEARCH_TOOL_NAME, {"pattern": "[a-z]", "limit": 3})
+            assert not searched.is_error, searched.content
+            return result.structured_content, searched.structured_content
 
-    assert anyio.run(ask) == expected
+    assert anyio.run(ask) == (expected, expected_search)
 
 
 # --- HTTP behind -p, with a token ---------------------------------------------------------------

@@ -35,6 +35,7 @@ from typing import Any
 
 import pytest
 
+from codescout_mcp.protocol import WORKSPACE_INSTRUCTIONS
 from tests.fakemodel import FakeModel
 from tests.gitrepo import Repo
 from tests.helpers import ROOT, installed
@@ -75,6 +76,10 @@ SEARCH_RESULT = {
     "results": [{"path": "a.py", "matches": 2, "last_modified_days": 5, "owner": "alice", "score": 195, "rank": 1}],
     "counts": {"hits": 1, "returned": 1},
 }
+
+
+# What a server started with a workspace offers, in its order.
+WORKSPACE_TOOLS = ["rank_search_results", "rank_workspace_hits", "search_workspace"]
 
 
 def compact(value: Any) -> str:
@@ -309,7 +314,7 @@ def test_claude_code_sees_both_tools_and_calls_one_from_the_workspace_line(outco
     events = [json.loads(line) for line in turn.stdout.splitlines()]
     assert (events[-1]["type"], events[-1]["subtype"], events[-1]["result"]) == ("result", "success", "done")
     ours = [[name for name in offered if "codescout" in name] for offered in exchange.offered]
-    both = ["mcp__codescout__rank_search_results", "mcp__codescout__rank_workspace_hits"]
+    both = [f"mcp__codescout__{name}" for name in WORKSPACE_TOOLS]
     # The request that got the call and the one carrying its result offer both tools; when the
     # server had not connected by the first request, the model waited for it first.
     assert ours == ([[], both, both] if exchange.waited else [both, both])
@@ -470,7 +475,7 @@ def test_gemini_cli_sees_both_tools_and_calls_one_from_the_workspace_snippet(out
     assert turn.returncode == 0, turn.stderr
     assert json.loads(turn.stdout)["response"] == "done"
     ours = [[name for name in offered if "codescout" in name] for offered in exchange.offered]
-    both = ["mcp_codescout_rank_search_results", "mcp_codescout_rank_workspace_hits"]
+    both = [f"mcp_codescout_{name}" for name in WORKSPACE_TOOLS]
     assert ours == [both, both]
     # Gemini CLI hands the model a server's text wrapped as untrusted context.
     assert exchange.result == {"output": f"<untrusted_context>\n{compact(WORKSPACE_RESULT)}\n</untrusted_context>"}
@@ -581,7 +586,7 @@ def test_opencode_sees_both_tools_and_calls_one_from_the_workspace_snippet(outco
     ]
     assert [event["part"]["text"] for event in events if event["type"] == "text"] == ["done"]
     ours = [[name for name in offered if "codescout" in name] for offered in exchange.offered if offered]
-    both = ["codescout_rank_search_results", "codescout_rank_workspace_hits"]
+    both = [f"codescout_{name}" for name in WORKSPACE_TOOLS]
     assert ours == [both, both]
     assert exchange.result == compact(WORKSPACE_RESULT)
 
@@ -770,8 +775,123 @@ def codex_lists_both_tools_and_calls_one_from_the_workspace_toml(box: Sandbox) -
 
 
 def test_codex_lists_both_tools_and_calls_one_from_the_workspace_toml(outcome: dict[str, Any]) -> None:
-    assert list(outcome["served"]["tools"]) == ["rank_search_results", "rank_workspace_hits"]
+    assert list(outcome["served"]["tools"]) == WORKSPACE_TOOLS
     assert_codex_session(outcome, WORKSPACE_RESULT)
+
+
+# --- what a model reads: codescout's definitions and a search answer, as hosts send them ---------
+
+# The budget each tool's name, description and input schema keep in a host's request to its model
+# (no tested host shows a model the output schema, the title, the annotations or the icons).
+DEFINITION_BYTES = 1_200
+SEARCH_CALL = {"pattern": "rank"}
+
+
+def codescout_definitions(body: dict[str, Any]) -> dict[str, int]:
+    """Each codescout tool's definition in a request to the model, in bytes of compact JSON: an
+    Anthropic or Responses function tool, or (Codex's code mode) the lines that describe it."""
+    found: dict[str, int] = {}
+    for tool in body.get("tools") or []:
+        name = tool.get("name", "")
+        if "codescout" in name:
+            found[name] = len(json.dumps(tool, separators=(",", ":"), ensure_ascii=False).encode())
+    return found
+
+
+def search_turn_claude(box: Sandbox) -> dict[str, Any]:
+    _, line = workspace_snippet("Claude Code")
+    add = box.run("claude", *claude_add_args(line, cwd=box.project), env=CLAUDE_ENV)
+    with FakeModel("search_workspace", SEARCH_CALL) as model:
+        turn = box.run(
+            "claude",
+            *("-p", "Which files are about ranking?", "--output-format", "stream-json", "--verbose"),
+            *("--allowedTools", "mcp__codescout__search_workspace"),
+            env={**CLAUDE_ENV, "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-ant-test",
+                 "ENABLE_TOOL_SEARCH": "false"},
+        )  # fmt: skip
+    return {"box": box, "add": add, "turn": turn, "exchange": model.exchange}
+
+
+def search_turn_codex(box: Sandbox) -> dict[str, Any]:
+    (box.home / ".codex").mkdir(parents=True, exist_ok=True)
+    with FakeModel("search_workspace", SEARCH_CALL) as model:
+        settings = CODEX_SETTINGS.replace('base_url = "http://127.0.0.1:9/v1"', f'base_url = "{model.url}/v1"')
+        config = codex_config(workspace_snippet("Codex CLI"), box.project).replace(CODEX_SETTINGS, settings)
+        (box.home / ".codex" / "config.toml").write_text(config, encoding="utf-8")
+        turn = box.run(
+            "codex",
+            *("exec", "--skip-git-repo-check", "--json", "--dangerously-bypass-approvals-and-sandbox"),
+            "Which files are about ranking?",
+            env={"CODEX_HOME": str(box.home / ".codex")},
+        )
+    return {"box": box, "turn": turn, "exchange": model.exchange}
+
+
+@scenario
+def claude_code_finds_the_files_with_one_search_call(box: Sandbox) -> dict[str, Any]:
+    return search_turn_claude(box)
+
+
+@scenario
+def codex_exec_finds_the_files_with_one_search_call(box: Sandbox) -> dict[str, Any]:
+    return search_turn_codex(box)
+
+
+INSTRUCTION_BYTES = 320
+
+
+def instructions_shown(body: dict[str, Any]) -> str | None:
+    """The server's instructions as the request shows them to the model: Claude Code's system
+    prompt section, or Codex's line for the deferred namespace (which it cuts, with "...", when long)."""
+    text = json.dumps(body, ensure_ascii=False)
+    for start in ("## codescout\\n", "- mcp__codescout: "):
+        at = text.find(start)
+        if at >= 0:
+            found: str = json.loads('"' + text[at + len(start) :].split("\\n", 1)[0] + '"')
+            return found
+    return None
+
+
+def model_reads(outcome: dict[str, Any], host: str) -> dict[str, Any]:
+    """What the model read of codescout in the turn: each tool's definition, the instructions and
+    the search's answer, in bytes; each held to its budget."""
+    turn, exchange = outcome["turn"], outcome["exchange"]
+    assert turn.returncode == 0, (turn.stdout[-2000:], turn.stderr[-2000:])
+    first = exchange.bodies[0]
+    definitions = codescout_definitions(first)
+    for size in definitions.values():
+        assert size <= DEFINITION_BYTES, definitions
+    shown = instructions_shown(first)
+    assert shown == WORKSPACE_INSTRUCTIONS, shown  # whole: not cut by a host that cuts long ones
+    assert len(shown.encode()) <= INSTRUCTION_BYTES
+    answer = json.dumps(exchange.result, ensure_ascii=False)
+    assert '"path":"src/rank.py"' in answer.replace("\\", "").replace(" ", "") and "data:image" not in answer, answer
+    measured = {
+        "host": host,
+        "definitions": definitions,
+        "instructions_bytes": len(shown.encode()),
+        "answer_bytes": len(answer.encode()),
+    }
+    report = os.environ.get("CODESCOUT_MODEL_BYTES")  # bench/model_cost.py collects them
+    if report:
+        with open(report, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(measured) + "\n")
+    return measured
+
+
+def test_claude_code_finds_the_files_with_one_search_call(outcome: dict[str, Any]) -> None:
+    measured = model_reads(outcome, "claude-code")
+    # Claude Code puts every tool's definition in each request; the answer is the compact JSON text.
+    assert {name.rpartition("__")[2] for name in measured["definitions"]} == set(WORKSPACE_TOOLS)
+    assert measured["answer_bytes"] < 400
+
+
+def test_codex_exec_finds_the_files_with_one_search_call(outcome: dict[str, Any]) -> None:
+    measured = model_reads(outcome, "codex")
+    # Codex's code mode names the server (its instructions) and loads a tool's definition only
+    # when the model asks for it: none is in the turn's requests.
+    assert measured["definitions"] == {}
+    assert measured["answer_bytes"] < 1_000
 
 
 def test_every_scenario_has_its_test() -> None:

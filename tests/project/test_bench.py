@@ -78,6 +78,24 @@ def test_workspace_bench_smoke_measures_both_ratios() -> None:
     }
 
 
+@posix_only("the pipeline by hand runs through sh")
+def test_search_bench_smoke_measures_both_ratios() -> None:
+    measured = ratios(smoke("search.py"))
+    assert set(measured) == {"search: first call / pipeline by hand", "search: repeat call / pipeline by hand"}
+
+
+def test_model_cost_bench_smoke_measures_the_three_ways() -> None:
+    output = smoke("model_cost.py")
+    measured = ratios(output)
+    assert set(measured) == {
+        f"{size} files: search tokens {kind} / {tool}'s"
+        for size in (3, 30)
+        for kind in ("written", "read")
+        for tool in ("rank_workspace_hits", "rank_search_results")
+    }
+    assert re.search(r"every turn: definitions rank_search_results \d+ tokens, rank_workspace_hits \d+ tokens", output)
+
+
 @linux_only(PROC)
 def test_soak_smoke_reports_its_figures() -> None:
     output = smoke("soak.py")

@@ -15,7 +15,9 @@ ARG PYTHON_IMAGE=python:3.12.8-slim-bookworm
 
 # Stage 1: build the wheel and install it, with its dependencies, into a virtual environment
 # made without pip: the build's own pip installs into it, so the runtime carries no pip,
-# setuptools or wheel. The build stops if the wheel is not the version the label will name.
+# setuptools or wheel. The build stops if the wheel is not the version the label will name. The
+# ripgrep wheel's rg (search_workspace's) carries its debug information, 26 MB: it is taken out
+# here, stripped in the next stage (under 5 MB) and put back in the runtime.
 FROM ${PYTHON_IMAGE} AS build
 ARG CODESCOUT_VERSION=0.1.0
 WORKDIR /src
@@ -24,7 +26,8 @@ COPY codescout_mcp ./codescout_mcp
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /dist . \
  && test -e "/dist/codescout_mcp-${CODESCOUT_VERSION}-py3-none-any.whl" \
  && python -m venv --without-pip /opt/codescout \
- && pip --python /opt/codescout/bin/python install --no-cache-dir "/dist/codescout_mcp-${CODESCOUT_VERSION}-py3-none-any.whl"
+ && pip --python /opt/codescout/bin/python install --no-cache-dir "/dist/codescout_mcp-${CODESCOUT_VERSION}-py3-none-any.whl" \
+ && mv /opt/codescout/bin/rg /rg
 
 # Stage 2: Debian's git and tini, of which the runtime takes the two binaries only. Debian's
 # git package pulls in perl, curl's libraries and git's helper programs (about 120 MB); the
@@ -35,10 +38,12 @@ RUN pip wheel --no-cache-dir --no-deps --wheel-dir /dist . \
 FROM ${PYTHON_IMAGE} AS tools
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git tini \
+ && apt-get install -y --no-install-recommends git tini binutils \
  && rm -rf /var/lib/apt/lists/* \
  && mkdir /out \
  && cp /usr/bin/git /usr/bin/tini /out/
+COPY --from=build /rg /out/rg
+RUN strip /out/rg
 
 # Stage 3: the runtime. Only the environment and the two binaries are copied over: no build
 # tools, no sources, no package lists.
@@ -58,6 +63,7 @@ RUN git config --system --add safe.directory /w \
  && git --version \
  && tini --version
 COPY --from=build /opt/codescout /opt/codescout
+COPY --from=tools /out/rg /opt/codescout/bin/rg
 # search_workspace runs the ripgrep the package's wheel installed beside codescout.
 RUN /opt/codescout/bin/rg --version \
  && groupadd --system --gid 10001 codescout \

@@ -21,6 +21,29 @@ if TYPE_CHECKING:
 
 EXIT_OK = 0
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a command ended by it
+
+
+class Terminated(BaseException):
+    """SIGTERM, in a command that starts children (`end_children_on_sigterm`): they are ended, then it is."""
+
+
+def end_children_on_sigterm() -> None:
+    """From now on a SIGTERM ends this command's children too, then the command (status 143),
+    as Ctrl-C does (130): git and ripgrep run in sessions of their own, which no signal reaches."""
+    import signal
+
+    def terminated(signum: int, frame: object) -> None:
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, terminated)
+
+
+def _end_children() -> None:
+    """End the children still running, if this command ever started one (processes.py loaded)."""
+    processes = sys.modules.get("codescout_mcp.processes")
+    if processes is not None:
+        processes.end_all_children()
 
 
 class CliError(Failure):
@@ -154,7 +177,11 @@ def guarded(run: Callable[[], int]) -> int:
         _silence_stdout()
         return error.exit_status
     except KeyboardInterrupt:
+        _end_children()
         return EXIT_INTERRUPTED
+    except Terminated:
+        _end_children()
+        return EXIT_TERMINATED
     except MemoryError:  # an input under --max-input-bytes can still be more than a memory cap allows
         fail("not enough memory for this input")
         return CliError.exit_status
@@ -168,6 +195,7 @@ def leave(status: int) -> NoReturn:
             stream.flush()
         except (OSError, ValueError):
             pass
+    _end_children()
     os._exit(status)
 
 

@@ -17,10 +17,10 @@ def stop_at_once_on_signals() -> None:
     """Until a transport's own handlers replace it: a stop signal ends the process, exit status 0."""
     import signal
 
-    for name in ("SIGTERM", "SIGINT", "SIGBREAK"):  # SIGBREAK: Ctrl-Break, on Windows only
-        signum = getattr(signal, name, None)
-        if signum is not None:
-            signal.signal(signum, lambda signum, frame: os._exit(0))
+    from codescout_mcp.platform import stop_signals
+
+    for signum in stop_signals():
+        signal.signal(signum, lambda signum, frame: os._exit(0))
 
 
 def codescout() -> int:

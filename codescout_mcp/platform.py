@@ -153,11 +153,16 @@ CURRENT: Final = system_for(sys.platform)
 
 
 def stop_signals() -> tuple[int, ...]:
-    """The signals that stop a server, the same on every transport: SIGTERM, SIGINT (Ctrl-C) and,
-    on Windows, SIGBREAK (Ctrl-Break), those of them this system has."""
+    """The signals that stop a server, the same on every transport: SIGTERM, SIGINT (Ctrl-C), SIGHUP
+    (the terminal or the session that started it went away) unless it was started to ignore it
+    (`nohup`), and on Windows SIGBREAK (Ctrl-Break); those of them this system has."""
     import signal  # here, not above: `codescout rank` never needs it
 
-    return tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGBREAK") if hasattr(signal, name))
+    found = [getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGBREAK") if hasattr(signal, name)]
+    hangup = getattr(signal, "SIGHUP", None)
+    if hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:
+        found.append(hangup)
+    return tuple(found)
 
 
 # --- names ----------------------------------------------------------------------------------

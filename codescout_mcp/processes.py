@@ -1,5 +1,6 @@
-"""Child processes (git, and on Windows taskkill): found safely, run with a deadline over their
-whole run, ended together with whatever they started.
+"""Child processes (git, ripgrep, and on Windows taskkill): found safely, run with a deadline over
+their whole run and a bound on their memory, ended together with whatever they started, and
+ended when codescout stops, however it stops (`end_all_children`).
 
 subprocess and threading are imported where they are used: `codescout rank` never starts a
 child and must not pay for them.
@@ -20,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
     from collections.abc import Callable
-    from typing import IO, Any, Final
+    from typing import IO, Any, Final, NoReturn
 
 
 # What a program found on PATH may be called on Windows. CreateProcess runs these itself; a
@@ -145,10 +146,20 @@ class _Drain:
         return b"".join(self.chunks)
 
 
+# The most memory a child may take for its data (Linux: RLIMIT_DATA, which counts what it
+# allocates, not the files it maps, so a large repository's packs do not count). git reading
+# /dev/zero, or ripgrep an endless ignore file, fails at this instead of filling the machine.
+CHILD_DATA_BYTES: Final = 2 << 30
+
+# Every child still running, so that a stop can end them all: they run in sessions (process
+# groups) of their own, which no signal to codescout reaches.
+_RUNNING: set[subprocess.Popen[bytes]] = set()
+
+
 def _spawn(argv: list[str], cwd: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
     import subprocess
 
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         argv,
         cwd=cwd,
         env=env,
@@ -157,6 +168,40 @@ def _spawn(argv: list[str], cwd: str, env: dict[str, str]) -> subprocess.Popen[b
         stderr=subprocess.PIPE,
         **child_options(),
     )
+    _RUNNING.add(proc)
+    _bound_memory(proc.pid)
+    return proc
+
+
+def _bound_memory(pid: int) -> None:
+    """Hold a child to CHILD_DATA_BYTES of data (Linux; elsewhere only its deadline bounds it).
+
+    Set from outside as soon as the child exists (Python offers no thread-safe way to set it
+    before the child runs): the first instants are unbounded, far too short to matter.
+    """
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return
+    prlimit = getattr(resource, "prlimit", None)  # Linux only
+    if prlimit is None:
+        return
+    with contextlib.suppress(OSError, ValueError):  # the child is gone already, or the limit is lower
+        prlimit(pid, resource.RLIMIT_DATA, (CHILD_DATA_BYTES, CHILD_DATA_BYTES))
+
+
+def end_all_children() -> None:
+    """End every child still running (and what each started): for a stop that will not wait for them."""
+    for proc in list(_RUNNING):
+        if proc.poll() is None:
+            end_child(proc)
+    _RUNNING.clear()
+
+
+def exit_now(status: int) -> NoReturn:
+    """End the process now, its children first (they are in sessions of their own: nothing else ends them)."""
+    end_all_children()
+    os._exit(status)
 
 
 def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
@@ -205,6 +250,7 @@ def _reap(proc: subprocess.Popen[bytes], *drains: _Drain) -> None:
         with contextlib.suppress(subprocess.TimeoutExpired):  # killed; nothing more to wait for
             proc.wait(timeout=1.0)
     _close_pipes(proc)
+    _RUNNING.discard(proc)
 
 
 class StreamedChild:

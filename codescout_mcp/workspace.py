@@ -200,6 +200,9 @@ class CallPaths:
         if answered_as is None:
             raise InvalidArguments(where, self._outside(path))
         status = self._regular_file(where, given, path)
+        if os.path.split(os.path.join(self.root, given))[1] in ("", ".", ".."):
+            # `a.txt/` and `a.txt/.` name a folder, as the system reads them (ENOTDIR for a file).
+            raise InvalidArguments(where, f"{quoted(given)} is not a folder, and a path that ends so names one")
         identity = (status.st_dev, status.st_ino)
         if status.st_ino and identity in self.seen:
             first, first_given = self.seen[identity]

@@ -57,14 +57,37 @@ def implementation(value: object) -> bool:
     )
 
 
-def client_capabilities(value: object) -> bool:
-    """`ClientCapabilities` whose members are each the object the SDK's model expects."""
+# The nested shapes of ClientCapabilities (mcp-types): each member an object of these members,
+# each of which is in turn an object (None: of any members). Unknown members are ignored, as the
+# models ignore them; a known member of another type (null included) is left to the SDK.
+NESTED_CAPABILITIES: Final[dict[str, Any]] = {
+    "sampling": {"context": None, "tools": None},
+    "elicitation": {"form": None, "url": None},
+    "tasks": {
+        "list": None,
+        "cancel": None,
+        "requests": {"sampling": {"createMessage": None}, "elicitation": {"create": None}},
+    },
+}
+
+
+def _fits(value: object, shape: dict[str, Any] | None) -> bool:
+    """An object whose known members (`shape`'s) are objects of their own shapes, all the way down."""
     if not isinstance(value, dict):
         return False
-    nested = ("sampling", "elicitation", "tasks")
+    return shape is None or all(key not in value or _fits(value[key], sub) for key, sub in shape.items())
+
+
+def client_capabilities(value: object) -> bool:
+    """`ClientCapabilities` whose every member, however deep, is of the type the SDK's models expect."""
+    if not isinstance(value, dict):
+        return False
     return (
         all(optional(value, key, _objects) for key in ("experimental", "extensions"))
-        and all(optional(value, key, lambda member: _objects(member) or member == {}) for key in nested)
+        and all(
+            optional(value, key, lambda member, shape=shape: _fits(member, shape))
+            for key, shape in NESTED_CAPABILITIES.items()
+        )
         and optional(value, "roots", lambda roots: isinstance(roots, dict) and optional(roots, "listChanged", _is_bool))
     )
 

@@ -52,9 +52,53 @@ PINNED: Final = (
     ("status.branch", "false"),
     ("submodule.recurse", "false"),
     ("color.ui", "false"),
+    ("color.diff", "false"),
+    ("color.status", "false"),
+    ("i18n.logOutputEncoding", "UTF-8"),  # the commit headers git log prints, whatever the commits say
     ("protocol.allow", "never"),
     *((f"protocol.{name}.allow", "never") for name in ("file", "git", "ssh", "http", "https", "ext")),
 )
+
+
+# git's other settings of the kinds that change what git prints (each of git's log.*, status.*,
+# diff.* and i18n.* settings is pinned above or named here: tests/unit/test_git.py holds the two
+# to what `git help --config` lists), and why none changes what the commands here print.
+UNPINNED: Final = {
+    "diff.algorithm": "names only: no hunks are made",
+    "diff.autoRefreshIndex": "not a diff command the user runs",
+    "diff.colorMoved": "no colour (color.diff is pinned)",
+    "diff.colorMovedWS": "no colour",
+    "diff.context": "no hunks",
+    "diff.dirstat": "no --dirstat",
+    "diff.external": "--no-ext-diff is given",
+    "diff.guitool": "no difftool",
+    "diff.ignoreSubmodules": "status gets --ignore-submodules=all",
+    "diff.indentHeuristic": "no hunks",
+    "diff.interHunkContext": "no hunks",
+    "diff.mnemonicPrefix": "names only: no a/ and b/ prefixes are printed",
+    "diff.noprefix": "names only",
+    "diff.orderFile": "the order of names within a commit does not matter here (and its file is checked)",
+    "diff.renameLimit": "renames are off",
+    "diff.statGraphWidth": "no --stat",
+    "diff.submodule": "no submodule diffs",
+    "diff.suppressBlankEmpty": "no hunks",
+    "diff.tool": "no difftool",
+    "diff.wordRegex": "no word diff",
+    "diff.wsErrorHighlight": "no hunks",
+    "i18n.commitEncoding": "for making commits, not reading them",
+    "log.abbrevCommit": "%H is always the whole id",
+    "log.date": "%ct is always seconds",
+    "log.diffMerges": "--diff-merges=first-parent is given",
+    "log.excludeDecoration": "log.decorate is pinned off",
+    "log.graphColors": "no --graph",
+    "log.initialDecorationSet": "log.decorate is pinned off",
+    "status.aheadBehind": "status.branch is pinned off",
+    "status.displayCommentPrefix": "the long format only",
+    "status.relativePaths": "--porcelain paths are always from the root",
+    "status.renameLimit": "renames are off",
+    "status.short": "--porcelain is given",
+    "status.showUntrackedFiles": "--untracked-files=no is given",
+}
 
 
 class GitError(Exception):
@@ -139,24 +183,32 @@ class Git:
         self, *args: str, check: bool = True, seconds: float | None = None, overrides: Overrides | None = None
     ) -> tuple[int, bytes, bytes]:
         """(status, stdout, stderr) of one git command; GitError if it cannot run, fails or overruns."""
-        limit = self.timeout if seconds is None else min(seconds, self.timeout)
         extra: tuple[str, ...] = ()
         env = self.env
         if overrides is not None:
             extra, env = overrides.arguments, {**self.env, **overrides.environment}
+        argv = self.command(*args, extra=extra)
+        status, out, err = self.run_argv(argv, args[0], cwd=str(self.where), env=env, seconds=seconds)
+        if check and status != 0:
+            raise GitError(f"git {args[0]} failed in {shown(str(self.where))}: {said(err, status)}")
+        return status, out, err
+
+    def run_argv(
+        self, argv: list[str], name: str, *, cwd: str, env: dict[str, str], seconds: float | None = None
+    ) -> tuple[int, bytes, bytes]:
+        """(status, stdout, stderr) of a git argv (`command`'s, for the subcommand `name`) run in `cwd`;
+        GitError if it cannot run or overruns."""
+        limit = self.timeout if seconds is None else min(seconds, self.timeout)
         try:
-            status, out, err = run_child(self.command(*args, extra=extra), cwd=str(self.where), env=env, seconds=limit)
+            return run_child(argv, cwd=cwd, env=env, seconds=limit)
         except ChildTimeout:
-            raise GitError(f"git {args[0]} took longer than {limit:.0f} s in {shown(str(self.where))}") from None
+            raise GitError(f"git {name} took longer than {limit:.0f} s in {shown(str(self.where))}") from None
         except ChildOutputTooLarge:
-            raise GitError(f"git {args[0]} printed more than codescout will read in {shown(str(self.where))}") from None
+            raise GitError(f"git {name} printed more than codescout will read in {shown(str(self.where))}") from None
         except FileNotFoundError:
             raise GitMissing("git is not installed (no `git` on PATH)") from None
         except OSError as error:
             raise GitError(f"cannot run git in {shown(str(self.where))}: {error.strerror}") from None
-        if check and status != 0:
-            raise GitError(f"git {args[0]} failed in {shown(str(self.where))}: {said(err, status)}")
-        return status, out, err
 
     @contextmanager
     def stream(self, *args: str, seconds: float | None = None) -> Iterator[GitOutput]:
@@ -183,21 +235,18 @@ class Git:
         finally:
             child.close()
 
-    def filter_overrides(self) -> Overrides:
-        """Settings that turn every configured filter driver into no filter at all.
+    def filter_overrides(self, keys: list[str]) -> Overrides:
+        """Settings that turn every configured filter driver into no filter at all, from the keys of
+        the repository's settings (`gitconfig.check_values` reads them).
 
         A driver's name is the checkout's to choose: one that `-c` can carry gets `-c`
         settings (any git takes them); one holding `=` gets them through the environment
         (`config_environment`), once this git is known to read them there.
         """
-        status, out, _ = self.run("config", "-z", "--get-regexp", r"^filter\.", check=False)
-        if status not in (0, 1):  # 1: no such key
-            raise GitError(f"git config failed in {shown(str(self.where))}: exit status {status}")
         drivers: dict[str, None] = {}
-        for entry in out.split(b"\0"):
-            name = entry.split(b"\n", 1)[0]
-            if name.count(b".") >= 2:
-                drivers[decode_name(name[len(b"filter.") : name.rindex(b".")])] = None
+        for key in keys:
+            if key.startswith("filter.") and key.count(".") >= 2:
+                drivers[key[len("filter.") : key.rindex(".")]] = None
         arguments: list[str] = []
         by_environment: list[tuple[str, str]] = []
         for driver in drivers:

@@ -87,7 +87,10 @@ def git_files_around(folder: Path, *, ceilings: tuple[str, ...] = ()) -> list[Pa
         files += [
             common / "info" / "attributes",
             common / "info" / "exclude",
+            common / "info" / "sparse-checkout",
+            common / "info" / "grafts",
             common / "objects" / "info" / "alternates",
+            common / "objects" / "info" / "commit-graph",
         ]
         return [*files, Path(candidate) / ".gitattributes", Path(candidate) / ".gitmodules"]
     return []

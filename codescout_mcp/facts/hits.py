@@ -115,17 +115,28 @@ def located_counts(
         path = checkout.locate(given, cwd, folders)
         located[path] = located.get(path, 0) + count
     stats: dict[str, os.stat_result] = {}
+    gits_own: list[str] = []
     for path in list(located):
         try:
             status = os.stat(path)
         except (OSError, ValueError):
             continue  # said later, with the rest of what cannot be read
-        left_out = _not_a_hit(checkout.name_of(path), status)
-        if left_out is not None:
-            checkout.warn(f"{shown(checkout.name_of(path))}: left out, {left_out}")
+        name = checkout.name_of(path)
+        if stat.S_ISDIR(status.st_mode):
+            checkout.warn(f"{shown(name)}: left out, a directory, not a file")
+            del located[path]
+        elif ".git" in name.split("/"):
+            gits_own.append(name)
             del located[path]
         else:
             stats[path] = status
+    if gits_own:  # (`rg --hidden` lists every one: one line says it of them all)
+        said = (
+            f"{shown(gits_own[0])} is"
+            if len(gits_own) == 1
+            else f"{len(gits_own)} files (the first {shown(gits_own[0])}) are"
+        )
+        checkout.warn(f"left out: {said} git's own (inside .git), not the repository's")
     return located, stats
 
 
@@ -181,12 +192,3 @@ def top_ranked(
     ranking = rank({"hits": [hit_of(name, *hit) for name, hit in hits.items()], "limit": limit})
     ranking["counts"]["hits"] = len(located) - gone
     return ranking, notes
-
-
-def _not_a_hit(name: str, status: os.stat_result) -> str | None:
-    """Why a path ripgrep's output names is no hit to rank (None when it is one)."""
-    if stat.S_ISDIR(status.st_mode):
-        return "a directory, not a file"
-    if ".git" in name.split("/"):
-        return "a file of git's own (inside .git), not one of the repository's"
-    return None

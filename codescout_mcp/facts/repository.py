@@ -25,6 +25,7 @@ from typing import Any, Final
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.codeowners import CODEOWNERS_PLACES, CodeOwners, load_codeowners
 from codescout_mcp.facts.git import Git, GitError, open_failure
+from codescout_mcp.facts.gitconfig import check_includes, check_objects, check_values
 from codescout_mcp.facts.gitfiles import RepositoryError, ceiling_folders, check_for_git, git_files_around
 from codescout_mcp.paths import (
     NotRegular,
@@ -175,6 +176,7 @@ class RepositoryFacts:
         self._signature: tuple[object, ...] | None = None
         self._owners: CodeOwners | None = None
         self._owners_signature: tuple[object, ...] | None = None
+        self._config_keys: list[str] = []  # every setting's key, as the last check read them
         self._forget()
 
     @property
@@ -212,8 +214,10 @@ class RepositoryFacts:
         NotARepository when there is none, GitRefused when git will not open it, GitMissing
         without git, GitError when git fails, RepositoryError for a bare repository.
         """
-        check_for_git(git_files_around(folder, ceilings=ceiling_folders(isolated)))
+        around = git_files_around(folder, ceilings=ceiling_folders(isolated))
+        check_for_git(around)
         git = Git(folder, isolated=isolated)
+        check_includes([path for path in around if path.name in ("config", "config.worktree")], git, seconds)
         status, out, err = git.run(
             "rev-parse",
             "--is-bare-repository",
@@ -243,12 +247,23 @@ class RepositoryFacts:
             system=system,
         )
 
+    def _check_what_git_reads(self, seconds: float | None = None, *, includes: bool = True) -> None:
+        """BlockingFile for what the config names, or git reads under objects/, that would hold git
+        (`gitconfig.py`); the keys of the settings are kept, for the filter drivers to switch off."""
+        assert self.git is not None and self.git_dir is not None and self.common_dir is not None
+        if includes:
+            check_includes([self.common_dir / "config", self.git_dir / "config.worktree"], self.git, seconds)
+        self._config_keys = check_values(self.git, seconds)
+        check_objects(self.common_dir)
+
     # -- freshness
 
     def refresh(self) -> None:
         """Drop what is stale: all of it after a commit, a checkout or an index change."""
         signature = self._repository_signature()
         if signature != self._signature:
+            if self.git is not None:  # (the includes were checked at open, before git first ran)
+                self._check_what_git_reads(includes=self._signature is not None)
             self._signature = signature
             self._forget()
         else:
@@ -443,7 +458,7 @@ class RepositoryFacts:
         assert self.git is not None
         args = ("status", "--porcelain=v1", "-z", "--untracked-files=no", "--ignore-submodules=all", "--no-renames")
         self._check_attributes()
-        filters = self.git.filter_overrides()
+        filters = self.git.filter_overrides(self._config_keys)
         changed: set[str] = set()
         for chunk in _chunks(list(names), self.system) if names else [[]]:
             _, out, _ = self.git.run(*args, "--", *chunk, overrides=filters, seconds=lookup.seconds_left(self.base))
@@ -488,7 +503,8 @@ class RepositoryFacts:
             *("-z", "--format=%x00%ct %H", "--name-only", "HEAD", "--"),
         )
         with self.git.stream(*args, seconds=lookup.seconds_left(self.base)) as out:
-            for when, commit, name in log_entries(out, self.system):
+            entries = log_entries(out, self.system)
+            for when, commit, name in _read_log(entries, self.base):
                 if name not in found:
                     found[name] = when
                     if commit in boundary:
@@ -519,6 +535,14 @@ class RepositoryFacts:
             "this branch, because they were last changed then or before; run `git fetch --unshallow` for their "
             "real ages"
         )
+
+
+def _read_log(entries: Iterator[tuple[int, bytes, str]], base: Path) -> Iterator[tuple[int, bytes, str]]:
+    """`log_entries`, with output that is not what was asked for (a setting no pin knows of) a GitError."""
+    try:
+        yield from entries
+    except ValueError:
+        raise GitError(f"git log printed what codescout cannot read in {shown(str(base))}") from None
 
 
 def _chunks(names: list[str], system: System) -> list[list[str]]:

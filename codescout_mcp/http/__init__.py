@@ -35,6 +35,7 @@ from codescout_mcp.http.settings import (
     token_from_environment,
 )
 from codescout_mcp.platform import stop_signals
+from codescout_mcp.processes import end_all_children
 from codescout_mcp.server import build_server
 from codescout_mcp.toolbox import Offer
 
@@ -118,6 +119,7 @@ def serve_http(settings: HttpSettings, *, workspace: str | None = None) -> int:
     )
     sys.stderr.flush()
     server.run(sockets=[sock])
+    end_all_children()  # a git a call left running in a worker thread: the process is leaving
     return 0
 
 

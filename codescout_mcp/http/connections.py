@@ -12,16 +12,17 @@ import asyncio
 import errno
 import functools
 import logging
-import os
 import socket
 import time
 from types import FrameType
 from typing import Any, Final
 
 import uvicorn
+from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from codescout_mcp.http.asgi import STARTED_KEY
+from codescout_mcp.processes import exit_now
 
 logger = logging.getLogger("codescout")
 
@@ -43,8 +44,29 @@ _TIMEOUT_RESPONSE: Final = (
 )
 
 
+# What a connection reads at a time until its request is let in: its headers, and little of
+# its body. A request waiting in line for a slot or for room then costs its connection and this,
+# not its body (uvicorn would read up to 256 KiB ahead and keep it).
+HEADER_READ_BYTES: Final = 16 * 1024
+
+
+class _Admitting(FlowControl):
+    """uvicorn's flow control for one connection, reading at full size again once the app asks for the body."""
+
+    def __init__(self, transport: asyncio.Transport, full_size: int | None) -> None:
+        super().__init__(transport)
+        self._full_size = full_size
+
+    def resume_reading(self) -> None:
+        if self._full_size is not None:
+            self._transport.max_size = self._full_size  # type: ignore[attr-defined]
+            self._full_size = None
+        super().resume_reading()
+
+
 class _TimedH11Protocol(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol, with a deadline on each request's headers and on unread answers.
+    """uvicorn's HTTP/1.1 protocol, with a deadline on each request's headers and on unread answers,
+    and nothing read of a body before the app asks for it.
 
     The clock starts when a connection opens and again when the next request's first
     bytes arrive; if the headers are not all there by the deadline, the connection gets a
@@ -53,6 +75,11 @@ class _TimedH11Protocol(H11Protocol):
     While the write buffer is too full to take more (the client reads slower than the
     answer comes, or not at all), the buffer must shrink every `write_timeout` seconds;
     when it does not, the connection is dropped with whatever it still held.
+
+    Once a request's headers are in, reading stops until the app first asks for the body (the
+    Guard asks once the request is let in), and until then the connection reads at most
+    HEADER_READ_BYTES at a time (on asyncio's own transports; over TLS and on other loops,
+    its first read), so a request waiting in line holds almost nothing of its body.
     """
 
     request_timeout: float = 30.0
@@ -60,6 +87,12 @@ class _TimedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        full_size = getattr(transport, "max_size", None)
+        if isinstance(full_size, int) and full_size > HEADER_READ_BYTES:
+            transport.max_size = HEADER_READ_BYTES  # type: ignore[attr-defined]
+        else:
+            full_size = None
+        self.flow = _Admitting(transport, full_size)
         self._began = time.monotonic()
         self._deadline: asyncio.TimerHandle | None = self.loop.call_later(self.request_timeout, self._too_slow)
         self._write_check: asyncio.TimerHandle | None = None
@@ -75,6 +108,7 @@ class _TimedH11Protocol(H11Protocol):
             scope: dict[str, Any] = self.cycle.scope  # type: ignore[assignment]
             scope[STARTED_KEY] = self._began
             self._disarm()
+            self.flow.pause_reading()  # the rest of the body waits in the socket until the app asks
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -139,7 +173,7 @@ class GracefulServer(uvicorn.Server):
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if self.should_exit:
-            os._exit(0)  # a second signal: do not wait for anything
+            exit_now(0)  # a second signal: do not wait for anything
         self.should_exit = True
 
     # A TLS handshake must be over within --request-timeout, not asyncio's 60 s: uvicorn passes

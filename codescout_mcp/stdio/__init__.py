@@ -40,6 +40,7 @@ import threading
 from codescout_mcp import limits
 from codescout_mcp.answers.door import Session
 from codescout_mcp.jsonrpc import INTERNAL_ERROR, Refusal
+from codescout_mcp.processes import exit_now
 from codescout_mcp.stdio.early import EarlyAnswers
 from codescout_mcp.stdio.pipes import DRAIN_SECONDS, STOP_SECONDS, Reader, Stopper, Writer
 from codescout_mcp.toolbox import Offer
@@ -93,7 +94,7 @@ def serve_stdio(
     writer.close(STOP_SECONDS if stopper.stopped.is_set() else DRAIN_SECONDS)
     if leave:
         logging.shutdown()
-        os._exit(status)
+        exit_now(status)
     return status
 
 

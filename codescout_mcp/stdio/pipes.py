@@ -22,6 +22,7 @@ import sys
 import threading
 
 from codescout_mcp.platform import CURRENT, stop_signals
+from codescout_mcp.processes import exit_now
 from codescout_mcp.protocol import CALL_SECONDS
 from codescout_mcp.stdio.framing import LineFramer
 
@@ -68,7 +69,7 @@ class Stopper:
 
     def _signalled(self, signum: int, frame: object) -> None:
         if self.stopped.is_set() and self.reason == "signal":
-            os._exit(0)
+            exit_now(0)
         logger.info("received %s, stopping", signal.Signals(signum).name)
         leave_after(STOP_SECONDS)
         self.stop("signal")
@@ -84,7 +85,7 @@ class Stopper:
 
 def leave_after(seconds: float) -> None:
     """End the process after `seconds`, whatever is still running."""
-    timer = threading.Timer(seconds, os._exit, args=(0,))
+    timer = threading.Timer(seconds, exit_now, args=(0,))
     timer.daemon = True
     timer.start()
 

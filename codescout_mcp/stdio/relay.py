@@ -226,8 +226,10 @@ class _Relay:
             item = self.reader.items.get()
             try:
                 anyio.from_thread.run(raw_send.send, item, token=token)
-            except (anyio.RunFinishedError, anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError):
-                return  # the session is over
+            except BaseException:
+                # Whatever the loop says as it stops (a cancelled send, a closed loop, a finished
+                # run), the session is over: this thread ends, and quietly.
+                return
             if item is EOF:
                 return
 

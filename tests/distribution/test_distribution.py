@@ -81,10 +81,14 @@ def test_dockerfile_is_multi_stage_with_a_lean_non_root_runtime() -> None:
     # leaving the package lists behind; the runtime takes the two binaries only.
     tools_runs = " ".join(rest for keyword, rest in tools if keyword == "RUN")
     installs = re.findall(r"apt-get install -y --no-install-recommends ([^&]+)", tools_runs)
-    assert [packages.split() for packages in installs] == [["git", "tini"]]
+    assert [packages.split() for packages in installs] == [["git", "tini", "binutils"]]
     assert "rm -rf /var/lib/apt/lists/*" in tools_runs
     copied = [rest for keyword, rest in runtime if keyword == "COPY"]
-    assert copied == ["--from=tools /out/git /out/tini /usr/local/bin/", "--from=build /opt/codescout /opt/codescout"]
+    assert copied == [
+        "--from=tools /out/git /out/tini /usr/local/bin/",
+        "--from=build /opt/codescout /opt/codescout",
+        "--from=tools /out/rg /opt/codescout/bin/rg",  # the wheel's ripgrep, stripped in the tools stage
+    ]
     assert "git config --system --add safe.directory /w" in runtime_runs
     user = [rest for keyword, rest in runtime if keyword == "USER"]
     assert user == ["10001:10001"]
@@ -155,6 +159,7 @@ def docker_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for keyword, rest in build:
         if keyword == "RUN":
             command = rest.replace("/opt/codescout", str(venv)).replace("/dist", str(dist))
+            command = command.replace(" /rg", f" {work / 'rg'}")  # ripgrep taken out to be stripped
             done = subprocess.run(
                 ["bash", "-c", command], cwd=src, env=env, capture_output=True, text=True, timeout=600, check=False
             )

@@ -715,3 +715,42 @@ def test_a_batch_whose_client_left_is_served_no_further() -> None:
         status, log = running.stop()
     assert status == 0
     assert "a batch's client left; the rest of the batch was not served" in log
+
+
+@linux_only(PROC)
+def test_requests_waiting_in_line_hold_their_connections_not_their_bodies() -> None:
+    """With the one slot taken, 1,500 requests of 100 KB bodies wait in line: they cost the server
+    their connections (under 40 KiB each), not their bodies (uvicorn alone read 110 KiB of each
+    ahead); once the slot is free, every one is served, its body read then."""
+    count, pad = 1_500, "x" * 100_000
+    call: dict[str, Any] = json.loads(json.dumps(CALL))
+    call["params"]["arguments"]["pad"] = pad  # a field the tool ignores
+    body = json.dumps(call)
+    running = RunningServer("--max-concurrent", "1", "--request-timeout", "120", "--max-body-bytes", str(1 << 20))
+    waiting: list[socket.socket] = []
+    try:
+        slow = socket.create_connection(("127.0.0.1", running.port))
+        slow.sendall(request_bytes(body.encode())[:-10])  # holds the slot: its body stops short
+        time.sleep(0.5)
+        before = running.peak_rss_mib()
+        for _ in range(count):
+            client = socket.create_connection(("127.0.0.1", running.port))
+            client.sendall(request_bytes(body.encode()))
+            waiting.append(client)
+        time.sleep(2)
+        grown = (running.peak_rss_mib() - before) * 1024 / count
+        assert grown < 40, f"{grown:.1f} KiB of server memory for each request waiting in line"
+        slow.close()  # the slot comes back: the line is served, one at a time
+        answered = 0
+        for client in waiting:
+            client.settimeout(60)
+            reply = b""
+            while b"\r\n\r\n" not in reply:
+                reply += client.recv(65536)
+            answered += reply.startswith(b"HTTP/1.1 200")
+        assert answered == count
+    finally:
+        for client in waiting:
+            client.close()
+        status, log = running.stop()
+    assert status == 0 and "Traceback" not in log

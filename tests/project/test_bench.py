@@ -67,7 +67,7 @@ def test_bench_smoke_measures_every_ratio() -> None:
         "hits: 200 files, 300 commits",
         "hits: 100 files, 50 merges",
     ]
-    assert all("git runs: rev-parse, ls-files, config, status, log" in line for line in hits_lines)
+    assert all("git runs: config, rev-parse, config, ls-files, status, log" in line for line in hits_lines)
 
 
 def test_workspace_bench_smoke_measures_both_ratios() -> None:
@@ -94,6 +94,13 @@ def test_model_cost_bench_smoke_measures_the_three_ways() -> None:
         for tool in ("rank_workspace_hits", "rank_search_results")
     }
     assert re.search(r"every turn: definitions rank_search_results \d+ tokens, rank_workspace_hits \d+ tokens", output)
+
+
+@linux_only(PROC)
+def test_line_bench_smoke_measures_the_waiting_line() -> None:
+    output = smoke("line.py")
+    assert set(ratios(output)) == {"200 waiting: peak RSS / formula"}
+    assert re.search(r"200 requests of [\d,]+ bytes waiting: \d+ MiB -> \d+ MiB, [\d.]+ KiB each", output), output
 
 
 @linux_only(PROC)

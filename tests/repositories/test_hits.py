@@ -151,8 +151,9 @@ def test_one_git_process_per_question_not_per_file(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["hits"]) == 120
     calls = log.read_text(encoding="utf-8").splitlines()
-    # Where the repository is, what it tracks, which filters to switch off, what changed, and when.
-    assert [subcommand(c) for c in calls] == ["rev-parse", "ls-files", "config", "status", "log"]
+    # What its config includes (read as plain files), where the repository is, what its settings
+    # name (and which filters to switch off), what it tracks, what changed, and when.
+    assert [subcommand(c) for c in calls] == ["config", "rev-parse", "config", "ls-files", "status", "log"]
 
 
 def test_outside_git_uses_file_times_and_no_owners(tmp_path: Path) -> None:
@@ -714,8 +715,16 @@ def test_a_folder_and_gits_own_files_are_left_out_with_a_warning(tmp_path: Path)
     ]
     assert done.stderr.decode() == (
         "codescout: warning: .git: left out, a directory, not a file\n"
-        "codescout: warning: .git/HEAD: left out, a file of git's own (inside .git), not one of the repository's\n"
         "codescout: warning: src: left out, a directory, not a file\n"
+        "codescout: warning: left out: .git/HEAD is git's own (inside .git), not the repository's\n"
+    )
+    # `rg --hidden` lists every file of .git: one line says it of them all.
+    listed = b"".join(f".git/{name}:1\n".encode() for name in ("HEAD", "config", "index", "description"))
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=listed + b"a.txt:1\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.decode() == (
+        "codescout: warning: left out: 4 files (the first .git/HEAD) are git's own (inside .git), "
+        "not the repository's\n"
     )
     done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=b".git:3\n")
     assert (done.returncode, done.stdout) == (1, b"")

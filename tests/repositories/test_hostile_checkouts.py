@@ -558,3 +558,141 @@ def test_a_file_a_thousand_folders_deep_is_ranked(deep_repo: tuple[Repo, str]) -
     done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts(deep))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["hits"] == [{"path": deep, "matches": 1, "last_modified_days": 59}]
+
+
+# --- fourth pass: what a repository's config names, and what git reads under objects/ --------
+
+# Each (setting, value) points git at a FIFO or a device: git would wait, or read without end.
+NAMED_BY_SETTINGS = ["core.attributesFile", "core.excludesFile", "diff.orderFile", "core.sparseCheckoutFile"]
+
+
+def repository_with(tmp_path: Path) -> Repo:
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "x\n")
+    r.write("sub/b.txt", "x\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt", "sub/b.txt")
+    touched(r.root / "a.txt")  # so that git status must look further than the stat data
+    return r
+
+
+def refused_at_once(r: Repo, said: str) -> None:
+    """Both `codescout hits` and rank_workspace_hits refuse the repository at once, saying `said`."""
+    started = time.monotonic()
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts("a.txt", "sub/b.txt"), timeout=60)
+    assert (done.returncode, done.stdout) == (1, b""), done.stderr
+    assert done.stderr.decode() == f"codescout: {said}\n"
+    result, _ = workspace_call(r.root, ["a.txt", "sub/b.txt"])
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == f"the workspace {r.root} cannot be read: {said}"
+    assert time.monotonic() - started < 20
+
+
+@posix_only(FIFOS)
+@pytest.mark.parametrize("setting", NAMED_BY_SETTINGS)
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_setting_naming_a_fifo_or_a_device_is_refused_at_once(tmp_path: Path, setting: str, kind: str) -> None:
+    r = repository_with(tmp_path)
+    if kind == "fifo":
+        target = tmp_path / "fifo"
+        if sys.platform == "win32":  # marked POSIX-only; this is for the type checker
+            raise AssertionError("no FIFOs on Windows")
+        os.mkfifo(target)
+        what = "a FIFO"
+    else:
+        target, what = Path("/dev/zero"), "a device"
+    r.git("config", setting, str(target))
+    said = (
+        f"the setting {setting.lower()} (in .git/config) names {target}, {what}, which git would wait on; "
+        "the repository cannot be read"
+    )
+    refused_at_once(r, said)
+
+
+@posix_only(FIFOS)
+@pytest.mark.parametrize("key", ["include.path", "includeIf.onbranch:**.path", "includeIf.gitdir:/.path"])
+def test_a_config_that_includes_a_fifo_is_refused_before_git_runs(tmp_path: Path, key: str) -> None:
+    r = repository_with(tmp_path)
+    fifo = tmp_path / "included"
+    if sys.platform == "win32":  # marked POSIX-only; this is for the type checker
+        raise AssertionError("no FIFOs on Windows")
+    os.mkfifo(fifo)
+    # Written by hand: git config itself would follow the include and wait.
+    with (r.root / ".git" / "config").open("a", encoding="utf-8") as config:
+        section, _, rest = key.partition(".")
+        condition, _, name = rest.rpartition(".")
+        config.write(
+            f'[{section} "{condition}"]\n\t{name} = {fifo}\n' if condition else f"[{section}]\n\t{name} = {fifo}\n"
+        )
+    refused_at_once(r, f"{fifo} is a FIFO, not a regular file, and git would wait on it; the repository cannot be read")
+
+
+@posix_only(FIFOS)
+def test_an_include_of_an_include_is_followed_and_checked(tmp_path: Path) -> None:
+    r = repository_with(tmp_path)
+    fifo = tmp_path / "deeper"
+    if sys.platform == "win32":  # marked POSIX-only; this is for the type checker
+        raise AssertionError("no FIFOs on Windows")
+    os.mkfifo(fifo)
+    (tmp_path / "first.inc").write_text("[include]\n\tpath = deeper\n", encoding="utf-8")  # relative to itself
+    with (r.root / ".git" / "config").open("a", encoding="utf-8") as config:
+        config.write(f"[include]\n\tpath = {tmp_path / 'first.inc'}\n")
+    refused_at_once(r, f"{fifo} is a FIFO, not a regular file, and git would wait on it; the repository cannot be read")
+
+
+@posix_only(FIFOS)
+@pytest.mark.parametrize("place", ["commit-graph", "loose-object", "pack", "sparse-checkout"])
+def test_a_fifo_git_reads_under_objects_or_info_is_refused_at_once(tmp_path: Path, place: str) -> None:
+    r = repository_with(tmp_path)
+    git_dir = r.root / ".git"
+    if sys.platform == "win32":  # marked POSIX-only; this is for the type checker
+        raise AssertionError("no FIFOs on Windows")
+    if place == "commit-graph":
+        target = git_dir / "objects" / "info" / "commit-graph"
+        os.mkfifo(target)
+    elif place == "sparse-checkout":
+        r.git("config", "core.sparseCheckout", "true")
+        target = git_dir / "info" / "sparse-checkout"
+        target.parent.mkdir(exist_ok=True)
+        os.mkfifo(target)
+    elif place == "pack":
+        r.git("gc", "-q")
+        target = git_dir / "objects" / "pack" / "pack-0000.keep"
+        os.mkfifo(target)
+    else:  # a loose object that is a link to a FIFO elsewhere
+        blob = r.git("rev-parse", "HEAD:a.txt").strip()
+        loose = git_dir / "objects" / blob[:2] / blob[2:]
+        fifo = tmp_path / "object-fifo"
+        os.mkfifo(fifo)
+        loose.unlink()
+        loose.symlink_to(fifo)
+        target = loose
+    refused_at_once(
+        r, f"{target} is a FIFO, not a regular file, and git would wait on it; the repository cannot be read"
+    )
+
+
+def test_a_log_output_encoding_changes_no_answer(tmp_path: Path) -> None:
+    """`i18n.logOutputEncoding = UTF-16` would make git log print UTF-16: it is pinned to UTF-8."""
+    r = repository_with(tmp_path)
+    r.write("café.txt", "x\n")
+    r.commit("2026-02-01T00:00:00Z", "café.txt")
+    before = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts("a.txt", "café.txt"))
+    r.git("config", "i18n.logOutputEncoding", "UTF-16")
+    after = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts("a.txt", "café.txt"))
+    assert (after.returncode, after.stderr) == (0, b""), after.stderr
+    assert json.loads(after.stdout) == json.loads(before.stdout)
+    result, _ = workspace_call(r.root, ["a.txt", "café.txt"])
+    assert result.get("isError") is False, result
+
+
+@pytest.mark.parametrize("given", ["a.txt/", "a.txt/.", "./a.txt/"])
+def test_a_file_named_as_a_folder_is_refused_as_the_system_refuses_it(tmp_path: Path, given: str) -> None:
+    """`open("a.txt/")` fails with ENOTDIR: such a path names a folder, and no file answers for it."""
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "x\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    result, _ = workspace_call(r.root, [given])
+    assert result["isError"] is True, result
+    assert result["content"][0]["text"] == (
+        f'hits[0].path: "{given}" is not a folder, and a path that ends so names one'
+    )

@@ -147,6 +147,13 @@ INITIALIZE_VARIANTS = [
     {**INITIALIZE, "capabilities": {"experimental": {"a": {}}, "extensions": {"x/ui": {"mimeTypes": ["t"]}}}},
     {**INITIALIZE, "capabilities": {"experimental": {"a": 1}}},
     {**INITIALIZE, "capabilities": {"tasks": {"list": {}}, "unknown": 7}},
+    # Nested deeper than one level: each must be of the type the SDK's models expect.
+    {**INITIALIZE, "capabilities": {"tasks": {"requests": {"elicitation": 5}}}},
+    {**INITIALIZE, "capabilities": {"tasks": {"requests": {"sampling": {"createMessage": []}}}}},
+    {**INITIALIZE, "capabilities": {"tasks": {"requests": {"sampling": {"createMessage": {}}}, "cancel": {}}}},
+    {**INITIALIZE, "capabilities": {"sampling": {"context": "yes"}}},
+    {**INITIALIZE, "capabilities": {"elicitation": {"form": {}, "url": None}}},
+    {**INITIALIZE, "capabilities": {"tasks": {"list": {}, "requests": {"other": 1}}}},
     {**INITIALIZE, "clientInfo": {"name": "t"}},
     {**INITIALIZE, "clientInfo": {"name": "t", "version": 1}},
     {**INITIALIZE, "clientInfo": {"name": "t", "version": "1", "title": 3}},

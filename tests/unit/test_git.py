@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from codescout_mcp.facts.git import Git, GitError
+from codescout_mcp.facts.git import PINNED, UNPINNED, Git, GitError
 from codescout_mcp.facts.repository import Lookup, RepositoryFacts
+from codescout_mcp.processes import CHILD_DATA_BYTES, run_child
 from tests.gitrepo import NOW_SECONDS
-from tests.platforms import FAKE_GIT, posix_only
+from tests.platforms import FAKE_GIT, linux_only, posix_only
 
 
 def facts_of(root: Path, **options: object) -> tuple[RepositoryFacts, list[str]]:
@@ -81,3 +84,25 @@ def test_git_keeps_or_clears_the_callers_git_variables(tmp_path: Path, monkeypat
     assert command[0] == shutil.which("git") and command[-1] == "log"
     assert command[1:4] == ["--no-pager", "--no-optional-locks", "--literal-pathspecs"]
     assert command[4:6] == ["-c", "core.fsmonitor=false"] and "log.showRoot=true" in command
+
+
+def test_every_setting_that_changes_what_git_prints_is_pinned_or_named_harmless() -> None:
+    """Each of git's log.*, status.*, diff.* and i18n.* settings that this git lists is pinned on
+    every command line or named, with its reason, as one that changes nothing read here."""
+    listed = subprocess.run(["git", "help", "--config"], capture_output=True, text=True, check=True).stdout.split()
+    families = ("log.", "status.", "diff.", "i18n.")
+    settings = {name for name in listed if name.startswith(families) and "<" not in name}
+    pinned = {key for key, _ in PINNED}
+    assert settings - pinned - set(UNPINNED) == set()
+    assert not pinned & set(UNPINNED)
+    assert all(reason for reason in UNPINNED.values())
+
+
+@linux_only("RLIMIT_DATA, set on a running child through prlimit")
+def test_a_child_that_would_take_more_memory_than_the_bound_fails_instead() -> None:
+    """git reading /dev/zero (or ripgrep an endless ignore file) fails at CHILD_DATA_BYTES, not the machine's end."""
+    grab = f"import sys, time; time.sleep(0.3); b = bytearray({CHILD_DATA_BYTES + (256 << 20)}); sys.exit(0)"
+    status, _, err = run_child([sys.executable, "-c", grab], cwd=".", env=dict(os.environ), seconds=30)
+    assert status != 0 and b"MemoryError" in err
+    fits = f"import sys, time; time.sleep(0.3); b = bytearray({64 << 20}); sys.exit(0)"
+    assert run_child([sys.executable, "-c", fits], cwd=".", env=dict(os.environ), seconds=30)[0] == 0

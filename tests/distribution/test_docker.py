@@ -257,7 +257,7 @@ def test_the_workspace_tool_reads_a_read_only_checkout_owned_by_another_uid(imag
     searched = run([codescout_exe(), "search", "[a-z]", "--limit", "3"], repo.root)
     assert searched.returncode == 0, searched.stderr
     expected_search = json.loads(searched.stdout)
-    assert expected_search["counts"]["hits"] == 5  # the four files, and CODEOWNERS
+    assert expected_search["counts"]["hits"] == 4  # the four files (.github/, hidden, is not searched)
     assert [(r["path"], r["last_modified_days"], r["owner"]) for r in expected["results"]] == [
         ("src/legacy/old.py", 300, "@org/everyone"),
         ("src/search/rank.py", 2, "@alice @bob"),

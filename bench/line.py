@@ -47,6 +47,8 @@ def main() -> int:
     parser.add_argument("--count", type=int, help="requests waiting (default 10,000; smoke 200)")
     args = parser.parse_args()
     count = args.count or (200 if args.smoke else 10_000)
+    if sys.platform == "win32":
+        raise SystemExit("line: needs POSIX (resource limits, thousands of sockets)")
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     call: dict[str, Any] = json.loads(json.dumps(CALL))

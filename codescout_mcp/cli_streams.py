@@ -39,11 +39,11 @@ def end_children_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, terminated)
 
 
-def _end_children() -> None:
+def _end_children(*, leaving: bool = False) -> None:
     """End the children still running, if this command ever started one (processes.py loaded)."""
     processes = sys.modules.get("codescout_mcp.processes")
     if processes is not None:
-        processes.end_all_children()
+        processes.end_all_children(leaving=leaving)
 
 
 class CliError(Failure):
@@ -195,7 +195,7 @@ def leave(status: int) -> NoReturn:
             stream.flush()
         except (OSError, ValueError):
             pass
-    _end_children()
+    _end_children(leaving=True)
     os._exit(status)
 
 

@@ -79,7 +79,8 @@ INPUT_SCHEMA: Final[dict[str, Any]] = {
     "required": ["hits"],
 }
 
-# For validators, not for a model (no host shows a model the output schema): no words.
+# For validators and the people who write clients, not for a model (no host shows a model the
+# output schema): the fields of a result go undescribed, the tool's words name them already.
 RESULT: Final[dict[str, Any]] = {
     "type": "object",
     "properties": {
@@ -100,13 +101,17 @@ RESULT: Final[dict[str, Any]] = {
 
 def output_schema(*, least_hits: int = 1, **more: dict[str, Any]) -> dict[str, Any]:
     """The answer's schema: results and counts (counts.hits at least `least_hits`), and `more` fields."""
-    counts = {"hits": {"type": "integer", "minimum": least_hits}, "returned": {"type": "integer", "minimum": 0}}
+    counts = {
+        "hits": {"type": "integer", "minimum": least_hits, "description": "Hits ranked."},
+        "returned": {"type": "integer", "minimum": 0, "description": "Results returned."},
+    }
     return {
         "type": "object",
         "properties": {
-            "results": {"type": "array", "items": RESULT},
+            "results": {"type": "array", "items": RESULT, "description": "Best first, at most limit."},
             "counts": {
                 "type": "object",
+                "description": "How many came in and went out.",
                 "properties": counts,
                 "required": ["hits", "returned"],
                 "additionalProperties": False,
@@ -205,7 +210,8 @@ SEARCH_OUTPUT_SCHEMA: Final = output_schema(
     least_hits=0,
     search={
         "type": "object",
-        "properties": {"files_searched": {"type": "integer"}},
+        "description": "What the search covered.",
+        "properties": {"files_searched": {"type": "integer", "description": "Files ripgrep read."}},
         "required": ["files_searched"],
     },
 )

@@ -2,8 +2,8 @@
 their whole run and a bound on their memory, ended together with whatever they started, and
 ended when codescout stops, however it stops (`end_all_children`).
 
-subprocess and threading are imported where they are used: `codescout rank` never starts a
-child and must not pay for them.
+subprocess is imported where it is used (it is the costly one to import); `codescout rank`
+never loads this module.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import contextlib
 import ntpath
 import os
 import sys
+import threading
 import time
 
 from codescout_mcp.platform import CURRENT, System
@@ -115,8 +116,6 @@ class _Drain:
     """Reads one of a child's pipes to its end in a daemon thread, keeping at most `limit` bytes."""
 
     def __init__(self, pipe: IO[bytes], limit: int) -> None:
-        import threading
-
         self.pipe = pipe
         self.limit = limit
         self.chunks: list[bytes] = []
@@ -153,22 +152,34 @@ CHILD_DATA_BYTES: Final = 2 << 30
 
 # Every child still running, so that a stop can end them all: they run in sessions (process
 # groups) of their own, which no signal to codescout reaches.
+# A child runs before Popen returns in the thread that started it (it has to exec first), so a
+# stop must not look at _RUNNING while a start is under way: _STARTING covers both, and a stop
+# waits for a start in another thread to register its child. (It is reentrant for a signal
+# handler that interrupts a start in its own thread: that child is not in the set yet, and
+# `_spawn` ends it after, if the process is leaving and still there to do so.) After a stop
+# for good, every child started is ended at once: nothing would be left to end it.
 _RUNNING: set[subprocess.Popen[bytes]] = set()
+_STARTING = threading.RLock()
+_LEAVING = False
+_STOP_WAIT_SECONDS: Final = 5.0
 
 
 def _spawn(argv: list[str], cwd: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
     import subprocess
 
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        **child_options(),
-    )
-    _RUNNING.add(proc)
+    with _STARTING:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            **child_options(),
+        )
+        _RUNNING.add(proc)
+        if _LEAVING:
+            end_child(proc)
     _bound_memory(proc.pid)
     return proc
 
@@ -179,28 +190,37 @@ def _bound_memory(pid: int) -> None:
     Set from outside as soon as the child exists (Python offers no thread-safe way to set it
     before the child runs): the first instants are unbounded, far too short to matter.
     """
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - Windows
+    if sys.platform != "linux":  # prlimit is Linux's alone (and resource is not on Windows)
         return
-    prlimit = getattr(resource, "prlimit", None)  # Linux only
-    if prlimit is None:
-        return
+    import resource
+
+    prlimit = resource.prlimit
     with contextlib.suppress(OSError, ValueError):  # the child is gone already, or the limit is lower
         prlimit(pid, resource.RLIMIT_DATA, (CHILD_DATA_BYTES, CHILD_DATA_BYTES))
 
 
-def end_all_children() -> None:
-    """End every child still running (and what each started): for a stop that will not wait for them."""
-    for proc in list(_RUNNING):
-        if proc.poll() is None:
-            end_child(proc)
-    _RUNNING.clear()
+def end_all_children(*, leaving: bool = False) -> None:
+    """End every child still running (and what each started): for a stop that will not wait for them.
+
+    A child being started in another thread is waited for (a few seconds at most) and ended
+    too. `leaving`: the process is about to go, and any child started from now on is ended at once.
+    """
+    global _LEAVING
+    waited = _STARTING.acquire(timeout=_STOP_WAIT_SECONDS)
+    try:
+        _LEAVING = _LEAVING or leaving
+        for proc in list(_RUNNING):
+            if proc.poll() is None:
+                end_child(proc)
+        _RUNNING.clear()
+    finally:
+        if waited:
+            _STARTING.release()
 
 
 def exit_now(status: int) -> NoReturn:
     """End the process now, its children first (they are in sessions of their own: nothing else ends them)."""
-    end_all_children()
+    end_all_children(leaving=True)
     os._exit(status)
 
 
@@ -262,8 +282,6 @@ class StreamedChild:
     """
 
     def __init__(self, argv: list[str], *, cwd: str, env: dict[str, str], seconds: float) -> None:
-        import threading
-
         self.proc = _spawn(argv, cwd, env)
         assert self.proc.stdout is not None and self.proc.stderr is not None
         self.stdout = self.proc.stdout

@@ -119,7 +119,7 @@ def serve_http(settings: HttpSettings, *, workspace: str | None = None) -> int:
     )
     sys.stderr.flush()
     server.run(sockets=[sock])
-    end_all_children()  # a git a call left running in a worker thread: the process is leaving
+    end_all_children(leaving=True)  # a git a call left running in a worker thread: the process is leaving
     return 0
 
 

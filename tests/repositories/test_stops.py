@@ -97,31 +97,61 @@ def test_the_command_line_ends_its_git_when_stopped(repo: Repo, tmp_path: Path, 
     assert gone(started), f"git left running: {started}"
 
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
-def test_the_server_ends_its_git_when_stopped(repo: Repo, tmp_path: Path, stop: int) -> None:
+CALL_LINES = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "rank_workspace_hits", "arguments": {"hits": [{"path": "a.py", "matches": 1}]}}},
+]  # fmt: skip
+
+
+def server_waiting_on_git(repo: Repo, tmp_path: Path, *, hangup: object) -> tuple[subprocess.Popen[bytes], list[int]]:
+    """`codescout-mcp --workspace` in a call that waits on git, started with SIGHUP set to `hangup`.
+
+    The disposition is set for the child alone, whatever this run inherited: a suite started
+    under `nohup` (or by a hook in the background) hands its children SIGHUP ignored.
+    """
     env, pids = sleepy_git(tmp_path)
+    hup = signal.SIGHUP  # type: ignore[attr-defined, unused-ignore]  # POSIX-only module
     proc = subprocess.Popen(
         [installed("codescout-mcp"), "--workspace", str(repo.root)],
         env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(hup, hangup),  # type: ignore[arg-type]
     )
     assert proc.stdin is not None
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "rank_workspace_hits", "arguments": {"hits": [{"path": "a.py", "matches": 1}]}}},
-    ]  # fmt: skip
-    proc.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    proc.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in CALL_LINES))
     proc.stdin.flush()
-    started = wait_for(pids)
-    proc.send_signal(stop)
+    return proc, wait_for(pids)
+
+
+# By name, the same on every system: Windows has no SIGHUP (this module is POSIX-only there).
+SERVER_STOPS = ["SIGTERM", "SIGINT", "SIGHUP"]
+
+
+@pytest.mark.parametrize("stop", SERVER_STOPS)
+def test_the_server_ends_its_git_when_stopped(repo: Repo, tmp_path: Path, stop: str) -> None:
+    proc, started = server_waiting_on_git(repo, tmp_path, hangup=signal.SIG_DFL)
+    proc.send_signal(getattr(signal, stop))
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert b"Traceback" not in err
+    assert gone(started), f"git left running: {started}"
+
+
+def test_a_server_started_under_nohup_outlives_a_hangup(repo: Repo, tmp_path: Path) -> None:
+    """Started with SIGHUP ignored (`nohup`), the server keeps serving through one; SIGTERM still stops it."""
+    proc, started = server_waiting_on_git(repo, tmp_path, hangup=signal.SIG_IGN)
+    proc.send_signal(signal.SIGHUP)  # type: ignore[attr-defined, unused-ignore]
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.wait(timeout=1.5)
+    assert not gone(started, seconds=0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert (proc.returncode, b"Traceback" in err) == (0, False), err
     assert gone(started), f"git left running: {started}"
 
 

@@ -510,3 +510,60 @@ def test_an_edit_that_puts_the_modification_time_back_is_seen(tmp_path: Path, mo
     r.write("a.txt", "edited\n")
     os.utime(r.root / "a.txt", ns=(before.st_atime_ns, before.st_mtime_ns))  # as `touch -r` or an unzip does
     assert days() == 0
+
+
+def _slow_popen(monkeypatch: pytest.MonkeyPatch, pause: float) -> None:
+    """Popen that starts the child at once but returns `pause` seconds later, as under load."""
+    real = subprocess.Popen
+
+    def slow(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        proc = real(*args, **kwargs)
+        time.sleep(pause)
+        return proc
+
+    monkeypatch.setattr(subprocess, "Popen", slow)
+
+
+def _child_gone(pid: int, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+                return True
+        except OSError:
+            pass
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc for the child's state")
+def test_a_stop_while_a_child_is_starting_ends_that_child_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stop that comes after the child runs but before Popen has returned in the thread that started
+    it (a loaded machine) waits for that start, and ends the child with the rest."""
+    import threading
+
+    _slow_popen(monkeypatch, 0.5)
+    started: list[int] = []
+    thread = threading.Thread(
+        target=lambda: started.append(processes._spawn(["sleep", "30"], os.getcwd(), dict(os.environ)).pid)
+    )
+    thread.start()
+    time.sleep(0.2)  # the child runs; Popen has not returned
+    processes.end_all_children()
+    thread.join()
+    assert started and _child_gone(started[0]), "the child started during the stop is still running"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc for the child's state")
+def test_a_child_started_after_the_last_stop_is_ended_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the process is leaving (exit_now ends the children, then os._exit), a worker thread that
+    starts one more child gets it ended at once: nothing would be left to end it."""
+    monkeypatch.setattr(processes, "_LEAVING", False)
+    processes.end_all_children(leaving=True)
+    proc = processes._spawn(["sleep", "30"], os.getcwd(), dict(os.environ))
+    assert _child_gone(proc.pid)
+    proc.wait(timeout=5)

@@ -250,7 +250,14 @@ def test_sdist_builds_with_sources_and_tests(tmp_path: Path) -> None:
     with tarfile.open(sdist) as archive:
         names = archive.getnames()
     prefix = f"{DIST}-{__version__}/"
-    for member in ("pyproject.toml", "README.md", "LICENSE", "codescout_mcp/cli.py", "tests/vectors/README.md"):
+    for member in (
+        "pyproject.toml",
+        "README.md",
+        "CHANGELOG.md",
+        "LICENSE",
+        "codescout_mcp/cli.py",
+        "tests/vectors/README.md",
+    ):
         assert prefix + member in names
 
 

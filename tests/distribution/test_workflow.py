@@ -13,12 +13,18 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ruamel.yaml import YAML
 
 from tests.helpers import ROOT, installed
 from tests.nodetools import install
 
 WORKFLOW = ROOT / ".github" / "workflows" / "ci.yml"
+RELEASE = ROOT / ".github" / "workflows" / "release.yml"
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+CHECKOUT = "3d3c42e5aac5ba805825da76410c181273ba90b1"
+SETUP_PYTHON = "5fda3b95a4ea91299a34e894583c3862153e4b97"
+SETUP_NODE = "820762786026740c76f36085b0efc47a31fe5020"
 SYSTEMS = ["ubuntu-latest", "macos-latest", "windows-latest"]
 
 
@@ -72,8 +78,9 @@ def actionlint(path: Path) -> list[dict[str, Any]]:
     return findings
 
 
-def test_workflow_is_valid_to_githubs_workflow_schema() -> None:
-    done = schema_check(WORKFLOW)
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda path: path.name)
+def test_workflow_is_valid_to_githubs_workflow_schema(workflow: Path) -> None:
+    done = schema_check(workflow)
     assert (done.returncode, done.stdout, done.stderr) == (0, "ok -- validation done\n", "")
 
 
@@ -95,8 +102,66 @@ def test_githubs_workflow_schema_rejects_a_job_without_runs_on(tmp_path: Path) -
     )
 
 
-def test_actionlint_finds_nothing_in_the_workflow() -> None:
-    assert actionlint(WORKFLOW) == []
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda path: path.name)
+def test_actionlint_finds_nothing_in_the_workflow(workflow: Path) -> None:
+    assert actionlint(workflow) == []
+
+
+USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(?P<action>[^@\s]+)@(?P<ref>\S+)(?P<comment>.*)$")
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda path: path.name)
+def test_every_action_is_pinned_to_a_commit_with_its_version_named(workflow: Path) -> None:
+    found = [USES.match(line) for line in workflow.read_text(encoding="utf-8").splitlines() if "uses:" in line]
+    assert found and all(found)
+    for match in found:
+        assert match is not None
+        assert re.fullmatch(r"[0-9a-f]{40}", match["ref"]), match.group(0)
+        assert re.fullmatch(r"\s+# v\d+\.\d+\.\d+", match["comment"]), match.group(0)
+
+
+def test_zizmor_finds_nothing_high_in_the_workflows() -> None:
+    """zizmor's audits (offline: no lookups of the actions' own repositories); none of high severity."""
+    zizmor = installed("zizmor")
+    done = subprocess.run(
+        [zizmor, "--offline", "--format", "json", *map(str, WORKFLOWS)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    findings = json.loads(done.stdout)
+    high = [finding for finding in findings if finding["determinations"]["severity"] == "High"]
+    assert high == [], json.dumps(high, indent=1)[:4000]
+    assert done.returncode in (0, 11, 12, 13), done.stderr  # 11-13: findings below high only
+
+
+def test_the_release_gives_each_job_the_least_it_needs() -> None:
+    release = load(RELEASE)
+    assert release["on"] == {"push": {"tags": ["v*"]}}
+    assert release["permissions"] == {}
+    permissions = {name: job["permissions"] for name, job in release["jobs"].items()}
+    assert permissions == {
+        "build": {"contents": "read"},
+        "pypi": {"id-token": "write"},
+        "image": {"contents": "read", "packages": "write"},
+        "github-release": {"contents": "write"},
+        "registry": {"contents": "read", "id-token": "write"},
+    }
+    needs = {name: job.get("needs") for name, job in release["jobs"].items()}
+    # Nothing is published before the build's checks pass; the registry entry only once its packages exist.
+    assert needs == {
+        "build": None,
+        "pypi": "build",
+        "image": "build",
+        "github-release": ["build", "pypi", "image"],
+        "registry": ["pypi", "image"],
+    }
+    publish = next(step for step in release["jobs"]["pypi"]["steps"] if "pypi-publish" in step.get("uses", ""))
+    assert publish.get("with", {}).keys() <= {"packages-dir"}  # no token: trusted publishing
+    image = next(step for step in release["jobs"]["image"]["steps"] if "build-push-action" in step.get("uses", ""))
+    assert image["with"]["platforms"] == "linux/amd64,linux/arm64"
+    assert (image["with"]["provenance"], image["with"]["sbom"]) == ("mode=max", True)
 
 
 def test_actionlint_catches_a_matrix_typo_the_schema_lets_through(tmp_path: Path) -> None:
@@ -138,9 +203,9 @@ def test_the_test_steps_run_the_readme_test_command_and_nothing_else_is_hidden()
     assert not {"env", "defaults"} & (workflow.keys() | job.keys())
     steps = [{key: value for key, value in step.items() if key != "name"} for step in job["steps"]]
     assert steps == [
-        {"uses": "actions/checkout@v4"},
-        {"uses": "actions/setup-python@v5", "with": {"python-version": "${{ matrix.python }}"}},
-        {"uses": "actions/setup-node@v4", "with": {"node-version": 22}},
+        {"uses": f"actions/checkout@{CHECKOUT}", "with": {"persist-credentials": False}},
+        {"uses": f"actions/setup-python@{SETUP_PYTHON}", "with": {"python-version": "${{ matrix.python }}"}},
+        {"uses": f"actions/setup-node@{SETUP_NODE}", "with": {"node-version": 22}},
         {"if": "runner.os != 'Windows'", "shell": "bash", "run": command},
         {"if": "runner.os == 'Windows'", "shell": "cmd", "run": windows_spelling(command)},
     ]

@@ -171,12 +171,14 @@ def _value_lines(schema: dict[str, Any], var: str, fail: str, where: str) -> lis
             cond += f" and {var}" if least == 1 else f" and len({var}) >= {least}"  # truth: no call
         return [f"if not ({cond}): {fail}"]
     if kind == "integer":
-        low = int(schema.get("minimum", -HUGE))
+        # Without a lower bound, the digit limit is the bound: -HUGE (the stand-in for any
+        # longer negative literal) is refused like HUGE.
+        low = f"{int(schema['minimum'])} <= {var}" if "minimum" in schema else f"-_HUGE < {var}"
         # Integral floats (3.0) are valid up to 2**53 but rare: they leave the fast test and
         # set a flag. (A NaN fails `is_integer`, an infinity fails it too.)
         return [
-            f"if not (type({var}) is int and {low} <= {var} < _HUGE):",
-            f"    if type({var}) is float and {var}.is_integer() and {low} <= {var} and -_EXACT <= {var} <= _EXACT:",
+            f"if not (type({var}) is int and {low} < _HUGE):",
+            f"    if type({var}) is float and {var}.is_integer() and {low} and -_EXACT <= {var} <= _EXACT:",
             "        floats = True",
             f"    else: {fail}",
         ]
@@ -361,11 +363,11 @@ def _integer_rules(
     """The two integer rules a schema cannot say: at most 4000 digits, floats exact (<= 2**53)."""
     value = container[name]
     order = (*base_order, _key_order(container, name))
-    if type(value) is int and value >= HUGE:
-        message = f"expected an integer of at most {MAX_INTEGER_DIGITS} digits, got a larger one"
-        yield _Problem(order, (*base, name), message)
+    schema = parent["properties"][name]
+    if type(value) is int and (value >= HUGE or (value <= -HUGE and "minimum" not in schema)):
+        # (Below a minimum, a long negative integer is refused by the bound, in its words.)
+        yield _Problem(order, (*base, name), _too_long(value))
     elif type(value) is float and value.is_integer() and abs(value) > MAX_EXACT_FLOAT:
-        schema = parent["properties"][name]
         required = name in parent.get("required", ())
         yield _Problem(
             order,
@@ -373,6 +375,12 @@ def _integer_rules(
             f"expected {_describe(schema, required=required)}, got {_show(value)} "
             "(write integers beyond 2**53 without a fraction or exponent)",
         )
+
+
+def _too_long(value: int) -> str:
+    return (
+        f"expected an integer of at most {MAX_INTEGER_DIGITS} digits, got a {'larger' if value > 0 else 'longer'} one"
+    )
 
 
 def _from_jsonschema(
@@ -515,10 +523,8 @@ class FlatChecker:
             return value
         if kind == "integer" and (type(value) is int or type(value) is float):
             number = value
-            if type(number) is int and number >= HUGE:
-                raise InvalidArguments(
-                    name, f"expected an integer of at most {MAX_INTEGER_DIGITS} digits, got a larger one"
-                )
+            if type(number) is int and (number >= HUGE or (number <= -HUGE and "minimum" not in schema)):
+                raise InvalidArguments(name, _too_long(number))
             integral = type(number) is int or (float(number).is_integer() and abs(number) <= MAX_EXACT_FLOAT)
             if integral and number >= schema.get("minimum", -HUGE):
                 return int(number)

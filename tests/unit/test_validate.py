@@ -110,6 +110,16 @@ def test_fields_without_lower_bounds_are_described_without_them() -> None:
         ({"hits": [hit(last_modified_days="x")]}, ("hits[0].last_modified_days", 'expected an integer, got "x"')),
         ({"hits": [{"path": "a", "matches": 1}]}, ("hits[0].last_modified_days", "missing, expected an integer")),
     ]
+    longest = -(10**MAX_INTEGER_DIGITS - 1)
+    assert checker.validate({"hits": [hit(last_modified_days=longest)]}).hits[0]["last_modified_days"] == longest
+    # Without a lower bound, the digit limit still holds below zero: the contract refuses
+    # an integer of more than 4000 digits whatever its sign, and its stand-in too.
+    too_long = ("hits[0].last_modified_days", "expected an integer of at most 4000 digits, got a longer one")
+    cases += [
+        ({"hits": [hit(last_modified_days=longest - 1)]}, too_long),
+        ({"hits": [hit(last_modified_days=-(10**4500))]}, too_long),
+        ({"hits": [hit(last_modified_days=OversizedInteger(True))]}, too_long),
+    ]
     for arguments, expected in cases:
         with pytest.raises(InvalidArguments) as caught:
             checker.validate(arguments)
@@ -236,6 +246,11 @@ def test_shown_values_are_cut_at_sixty_characters() -> None:
     )
     assert error_of({"hits": [hit(path=1.5)]})[1] == "expected a non-empty string, got 1.5"
     assert error_of({"hits": [hit(path={"a": 1})]})[1] == "expected a non-empty string, got an object"
+    # An object is shown as one whatever it holds, even an integer too long to print.
+    assert error_of({"hits": [hit(path={"k": 10**5000})]}) == (
+        "hits[0].path",
+        "expected a non-empty string, got an object",
+    )
     assert error_of({"hits": [hit(path=[])]})[1] == "expected a non-empty string, got an empty array"
     assert error_of({"hits": [hit(path=object())]})[1] == "expected a non-empty string, got a Python object"
 

@@ -36,12 +36,37 @@ def open_files_limit(count: int) -> Callable[[], None]:
     return limit
 
 
+def child_setup(nofile: int | None, hangup: Any) -> Callable[[], None] | None:
+    """For preexec_fn: the descriptor limit and SIGHUP's disposition, each if asked for."""
+    steps = [] if nofile is None else [open_files_limit(nofile)]
+    if hangup is not None:
+        import signal
+
+        hup = signal.SIGHUP  # type: ignore[attr-defined, unused-ignore]  # POSIX-only
+        steps.append(lambda: signal.signal(hup, hangup))  # type: ignore[arg-type, unused-ignore]
+    if not steps:
+        return None
+
+    def setup() -> None:
+        for step in steps:
+            step()
+
+    return setup
+
+
 class RunningServer:
     """The HTTP server, started as a user would; its stderr is read all along (never blocks it)."""
 
     def __init__(
-        self, *args: str, token: str | None = None, env: dict[str, str] | None = None, nofile: int | None = None
+        self,
+        *args: str,
+        token: str | None = None,
+        env: dict[str, str] | None = None,
+        nofile: int | None = None,
+        hangup: Any = None,
     ) -> None:
+        """`hangup` (POSIX): SIGHUP's disposition for the server alone (signal.SIG_DFL, SIG_IGN as
+        under `nohup`), whatever this run inherited; None leaves it as inherited."""
         environment = {k: v for k, v in os.environ.items() if k != "CODESCOUT_AUTH_TOKEN"}
         if token is not None:
             environment["CODESCOUT_AUTH_TOKEN"] = token
@@ -52,7 +77,7 @@ class RunningServer:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=environment,
-            preexec_fn=None if nofile is None else open_files_limit(nofile),
+            preexec_fn=child_setup(nofile, hangup),
             **stoppable(),
         )
         assert self.proc.stderr is not None

@@ -468,6 +468,25 @@ def test_sigterm_waits_at_most_the_shutdown_timeout_for_slow_clients_and_a_secon
     assert "Traceback" not in again.stop()[1]
 
 
+@posix_only(SIGNALS)
+def test_a_hangup_stops_it_like_sigterm_unless_it_was_started_ignoring_one() -> None:
+    """SIGHUP stops the HTTP server with status 0, as SIGTERM does; under `nohup` it serves on."""
+    hup = signal.SIGHUP  # type: ignore[attr-defined, unused-ignore]  # POSIX-only
+    running = RunningServer(hangup=signal.SIG_DFL)
+    assert running.call()[0] == 200
+    running.proc.send_signal(hup)
+    assert running.proc.wait(timeout=10) == 0
+    assert "Traceback" not in running.log
+
+    ignoring = RunningServer(hangup=signal.SIG_IGN)
+    ignoring.proc.send_signal(hup)
+    with pytest.raises(subprocess.TimeoutExpired):
+        ignoring.proc.wait(timeout=1)
+    assert ignoring.call()[0] == 200
+    status, log = ignoring.stop()
+    assert (status, "Traceback" in log) == (0, False)
+
+
 @posix_only(OPEN_FILES)
 def test_at_the_descriptor_limit_it_warns_once_a_second_and_recovers() -> None:
     running = RunningServer("--log-level", "info", nofile=64)

@@ -128,3 +128,13 @@ def test_each_kind_that_would_block_is_refused_and_no_other(monkeypatch: pytest.
     check_for_git(["regular", "folder"])
     with pytest.raises(BlockingFile, match=r"^blocking is a (FIFO|device), not a regular file"):
         check_for_git(["regular", "blocking"])
+
+
+def test_pointers_that_are_not_utf8_are_read_with_replacements(tmp_path: Path) -> None:
+    (tmp_path / ".git").write_bytes(b"gitdir: real\xff\n")
+    own = tmp_path / "real\ufffd"
+    assert git_files_around(tmp_path) == expected(tmp_path, own, own)
+    (tmp_path / ".git").unlink()
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "commondir").write_bytes(b"shared\xfe\n")
+    assert git_files_around(tmp_path)[3] == tmp_path / ".git" / "shared\ufffd" / "config"

@@ -133,14 +133,14 @@ def bench_many_hits(count: int, rounds: int, workdir: Path) -> bool:
     ok = report(
         f"{count:,} hits: rank time / json.load time",
         m["ours"][0] / m["json.load"][0],
-        1.3,
+        1.0,
         f"{m['ours'][0]:.2f} s vs {m['json.load'][0]:.2f} s, {size_mb:.0f} MB file",
     )
-    # The peak may not pass json.load's: the input's bytes and its text are never alive together.
+    # Below json.load's peak: the structs are smaller than its dicts, and the bytes go once they exist.
     ok &= report(
         f"{count:,} hits: rank peak RSS / json.load peak",
         m["ours"][1] / m["json.load"][1],
-        1.0,
+        0.8,
         f"{m['ours'][1]:.0f} MiB vs {m['json.load'][1]:.0f} MiB",
     )
     ok &= report(

@@ -1,86 +1,127 @@
-"""Large arguments parsed by pydantic-core: fast when sure, precise when not.
+"""Large arguments decoded by msgspec into typed structs and checked in the same pass: fast when
+valid, precise when not.
 
 `jsontext` reads JSON as JSON.parse does (lone surrogates, integers of any length, a located
-error for every flaw), in Python: on a million hits that parse is most of `codescout rank`'s
-time. pydantic-core, which the SDK already depends on (Rust, wheels for every platform),
-parses the same text in about half the time and, caching keys as `json` does, in little more
-memory. Its value is used only where it is sure to be the one `jsontext` would give; it
-refuses, so the precise path reads and describes, a lone surrogate, an integer past Python's
-digit limit, NaN and Infinity (`allow_inf_nan=False`), invalid UTF-8 and anything else
-JSON.parse would not take; a byte-order mark is left to the precise path here. Duplicate keys
-keep the last value, as JSON.parse and `json` do. Everything after the parse is shared: the
-value goes to `rank`, whose contract check (the compiled accept path, then the precise
-description of the first problem) cannot tell which parser made it, so the bytes can go as
-soon as the value exists. Its validators were measured too: they build a tree of their own
-before the Python values (about 40% more peak memory) and their integer bounds cost a second
-on a million hits.
+error for every flaw), in Python, and `validate` then checks a tree of Python dicts: on a
+million hits that is most of `codescout rank`'s time and memory. msgspec (C, BSD-3, no
+dependencies, wheels for every platform the package names) decodes the bytes straight into
+structs whose types and bounds come from the contract's schema, and checks each field as it
+reads it: no dict tree is built and no copy of the text is kept.
 
-Memory: Rust cannot fail an allocation gracefully. Past a memory cap (`ulimit -v`, RLIMIT_AS or
-RLIMIT_DATA) pydantic-core panics and the process aborts or hangs, where the precise path raises
-MemoryError and `codescout rank` says "not enough memory". So the fast path is taken only when
-the cap, if any, leaves ROOM_FACTOR times the input's size free (its peak is about five times).
+Its answer is used only where it is sure to be the precise path's. It gives up, and the
+precise path reads and words the input, on:
 
-The suite holds the two parsers to the same value, type for type and key for key, and so the
-two paths to the same answer and the same error, on generated and mutated inputs
-(tests/unit/test_fastpath.py). Only inputs of FAST_BYTES or more come here: importing
-pydantic-core costs more than it saves on a small file.
+- any field the schema does not name, at any level (unknown fields are forbidden, so nothing
+  is ever skipped unread: msgspec does not check the UTF-8 or the depth of what it skips);
+- a number written with a fraction or an exponent (`3.0`, `1e2`): the contract takes those
+  as integers, msgspec does not, so their reading is left to `jsontext`;
+- an integer of 2**63 or more, a lone surrogate escape, invalid UTF-8, a byte-order mark,
+  NaN, and any other flaw in the JSON or break of the contract;
+- every error msgspec raises (`msgspec.DecodeError`; a bare `UnicodeDecodeError` in 0.22).
+
+A decode error costs only the time spent before it; the precise path then reads the whole
+input as it would have anyway. A key given twice keeps its last value, as in JSON.parse and
+`jsontext`. What the structs cannot say is whether two hits share a path, so duplicates are
+found on them after the decode, and the first is worded exactly as `validate` words it. The
+ranking is done on the structs (`ranking.ranked_structs`), with the same order and the same
+output as on dicts.
+
+Memory: msgspec allocates through Python's allocator, so under a memory cap (`ulimit -v`) it
+raises MemoryError like the precise path, and `codescout rank` says "not enough memory". The
+input's bytes are released as soon as the structs exist.
+
+The suite holds the two paths to the same answer and the same error on generated and mutated
+inputs (tests/unit/test_fastpath.py). Only inputs of FAST_BYTES or more come here: importing
+msgspec and building the structs costs more than it saves on a small input.
 """
 
 from __future__ import annotations
 
 import codecs
+from operator import attrgetter
+
+from codescout_mcp.contract import INPUT_SCHEMA
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final
 
-FAST_BYTES: Final = 8 << 20
-ROOM_FACTOR: Final = 8
-UNSURE: Final = object()  # what `parsed` gives for an input it leaves to the precise path
+FAST_BYTES: Final = 2 << 20
+
+# msgspec reads integers up to 2**64 - 1 natively; the bound keeps every accepted integer a
+# machine integer, far inside the contract's digit limit, so the precise path reads any larger.
+_MAX_INTEGER: Final = 2**63 - 1
+
+_KEYWORDS: Final = frozenset({"type", "properties", "required", "minimum", "minLength", "minItems", "items"})
+_ANNOTATIONS: Final = frozenset({"description", "title", "default"})
+
+_decoder: Any = None
+_PATH: Final = attrgetter("path")
 
 
-def _room_for(size: int) -> bool:
-    """Whether a memory cap on this process, if any, leaves `size` bytes free."""
-    import sys
+def _type_for(schema: dict[str, Any], where: str) -> Any:
+    """The msgspec type that accepts exactly what `schema` accepts (up to _MAX_INTEGER), or a
+    NotImplementedError for a keyword it has no rule for: a contract change must not be skipped."""
+    from typing import Annotated
 
-    if sys.platform == "win32":
-        return True  # no rlimits; a job object's cap is not looked at
-    import resource
+    import msgspec
 
-    for limit, field in ((resource.RLIMIT_AS, "VmSize:"), (resource.RLIMIT_DATA, "VmData:")):
-        cap = resource.getrlimit(limit)[0]
-        if cap != resource.RLIM_INFINITY and cap - _in_use(field) < size:
-            return False
-    return True
+    unknown = set(schema) - _KEYWORDS - _ANNOTATIONS
+    if unknown:
+        raise NotImplementedError(f"{where}: the fast path has no rule for {sorted(unknown)}")
+    kind = schema["type"]
+    if kind == "string":
+        return Annotated[str, msgspec.Meta(min_length=schema.get("minLength", 0))]
+    if kind == "integer":
+        return Annotated[int, msgspec.Meta(ge=schema.get("minimum", -_MAX_INTEGER - 1), le=_MAX_INTEGER)]
+    if kind == "array":
+        item = _type_for(schema["items"], f"{where}.items")
+        return Annotated[list[item], msgspec.Meta(min_length=schema.get("minItems", 0))]  # type: ignore[valid-type]
+    if kind == "object":
+        required = schema.get("required", [])
+        fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+        for name in sorted(schema["properties"], key=lambda name: name not in required):  # required first
+            sub = schema["properties"][name]
+            kind_of = _type_for(sub, f"{where}.{name}")
+            if name in required:
+                fields.append((name, kind_of))
+            else:  # absent: the default, or UNSET (which reads as absent)
+                fields.append((name, kind_of | msgspec.UnsetType, sub.get("default", msgspec.UNSET)))
+        name = where.rpartition(".")[2].title()
+        return msgspec.defstruct(name, fields, forbid_unknown_fields=True, gc=False)
+    raise NotImplementedError(f"{where}: the fast path has no rule for type {kind!r}")
 
 
-def _in_use(field: str) -> int:
-    """This process's size in bytes by /proc's `field`; where there is no /proc, its peak resident size."""
+def decoder() -> Any:
+    """The decoder of the rank tool's arguments, built from the schema once."""
+    global _decoder  # built on first use: msgspec is imported for large inputs only
+    if _decoder is None:
+        import msgspec
+
+        _decoder = msgspec.json.Decoder(_type_for(INPUT_SCHEMA, "arguments"))
+    return _decoder
+
+
+def ranked(holder: list[bytes]) -> dict[str, Any] | None:
+    """The ranking of the arguments in `holder`'s one element, or None where the precise path must
+    read them. Once the structs exist the bytes are taken out of `holder` and released;
+    InvalidArguments for a repeated path, in `validate`'s words."""
+    data = holder[0]
+    if data.startswith(codecs.BOM_UTF8):
+        return None
     try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith(field):
-                    return int(line.split()[1]) << 10
-    except (OSError, ValueError):
-        pass
-    import sys
+        arguments = decoder().decode(data)
+    except (ValueError, RecursionError):  # DecodeError, ValidationError, UnicodeDecodeError
+        return None
+    del data
+    holder.clear()
+    from codescout_mcp.ranking import ranked_structs
+    from codescout_mcp.validate import duplicate_error
 
-    if sys.platform == "win32":
-        return 0  # not asked there: Windows has no rlimits
-    import resource
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak << 10  # bytes on macOS, KiB elsewhere
-
-
-def parsed(data: bytes) -> Any:
-    """The JSON value in `data` when pydantic-core is sure to read it as `jsontext` would; else UNSURE."""
-    if data.startswith(codecs.BOM_UTF8) or not _room_for(ROOM_FACTOR * len(data)):
-        return UNSURE
-    from pydantic_core import from_json
-
-    try:
-        return from_json(data, allow_inf_nan=False, cache_strings="keys")
-    except (ValueError, RecursionError):
-        return UNSURE
+    hits = arguments.hits
+    paths = list(map(_PATH, hits))
+    if len(set(paths)) != len(paths):
+        raise duplicate_error(paths)
+    del paths
+    return ranked_structs(hits, arguments.limit)

@@ -63,21 +63,23 @@ def run_rank(name: str, max_input_bytes: int) -> int:
 
 
 def _ranked(data: bytes, source: str) -> Any:
-    """The ranking of the arguments in `data`: a large input parsed by pydantic-core when it is
-    sure of it (`fastpath`), anything else read precisely. Either way the bytes go once parsed
-    (the precise path's text too), so the peak is that of the input and its value together, as
-    for `json.load`; the contract check that follows is the same for both."""
+    """The ranking of the arguments in `data`: a large input decoded into checked structs by msgspec
+    where it is sure of it (`fastpath`), anything else read precisely and checked by `validate`.
+    Either way the bytes go once decoded (the precise path's text too), so the peak is that of
+    the input and its value together at most, as for `json.load`."""
     from codescout_mcp.fastpath import FAST_BYTES
-    from codescout_mcp.ranking import rank
 
     if len(data) >= FAST_BYTES:
-        from codescout_mcp.fastpath import UNSURE, parsed
+        from codescout_mcp.fastpath import ranked
 
-        value = parsed(data)
-        if value is not UNSURE:
-            del data
-            return rank(value)
+        holder = [data]
+        del data
+        answer = ranked(holder)
+        if answer is not None:
+            return answer
+        data = holder.pop()
     from codescout_mcp.jsontext import decode_utf8, parse_json_text
+    from codescout_mcp.ranking import rank
 
     text = decode_utf8(data, source)
     del data

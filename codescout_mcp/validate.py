@@ -147,7 +147,7 @@ class Checker:
                 yield _Problem(
                     (*base_order, _key_order(hit, _UNIQUE_FIELD)),
                     (*base, _UNIQUE_FIELD),
-                    f"duplicate path {_show(path)}, first given at {format_location(('hits', first))}",
+                    duplicate_message(path, first),
                 )
 
 
@@ -267,6 +267,18 @@ def _build_hit_scanner(item_schema: dict[str, Any]) -> Callable[[list[Any]], tup
     source += "    return -1, floats\n"
     scanner: Callable[[list[Any]], tuple[int, bool]] = _compile(source, "scan_hits")
     return scanner
+
+
+def duplicate_message(path: str, first: int) -> str:
+    """What is wrong with a path that hit number `first` gave already."""
+    return f"duplicate path {_show(path)}, first given at {format_location(('hits', first))}"
+
+
+def duplicate_error(paths: list[str]) -> InvalidArguments:
+    """The error for the first path in `paths` that came before it (there must be one)."""
+    index = _duplicate(paths)
+    path = paths[index]
+    return InvalidArguments(format_location(("hits", index, _UNIQUE_FIELD)), duplicate_message(path, paths.index(path)))
 
 
 def _duplicate(paths: list[str]) -> int:

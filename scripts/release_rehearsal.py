@@ -453,7 +453,7 @@ def check_arm64(wheel: Path, work: Path, version: str) -> None:
         raise Failed(f"of the {len(natives)} native files installed for aarch64, these are not: {foreign}")
     python = [emulator, "-L", str(root), str(root / "usr" / "bin" / f"python{python_version}")]
     env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
-    probe = ("import platform, pydantic_core, rpds, jsonschema, mcp, codescout_mcp; "
+    probe = ("import platform, pydantic_core, rpds, msgspec, jsonschema, mcp, codescout_mcp; "
              "print(platform.machine(), codescout_mcp.__version__)")  # fmt: skip
     said = run([*python, "-c", probe], env=env, timeout=QEMU_CALL_SECONDS, what="python under qemu-aarch64").split()
     if said != ["aarch64", version]:

@@ -140,3 +140,11 @@ def test_every_listed_equivalent_mutant_is_still_a_mutant() -> None:
     current = {m.key for module in mutation.TESTS for m in mutation.mutants(module)}
     assert sorted(set(listed) - current) == []
     assert all(reason for reason in listed.values())
+
+
+def test_call_memory_smoke_measures_both_ways() -> None:
+    output = smoke("call_memory.py")
+    per_mib = re.findall(r"^2,000-hit tools/call \([\d.]+ MiB\): (.+?)\s+(\d+\.\d+) MiB per MiB of body$", output, re.M)
+    assert [name for name, _ in per_mib] == ["today's read", "msgspec structs"], output
+    today, structs = (float(value) for _, value in per_mib)
+    assert 1 < structs < today, output  # the body itself is counted in, so neither is below 1

@@ -1,8 +1,8 @@
-"""The fast path (pydantic-core) held to the precise one (jsontext + validate) on every input.
+"""The fast path (msgspec into checked structs) held to the precise one (jsontext + validate).
 
-For each generated or mutated input: when the fast path answers, the precise path must give
-the same ranking; when the precise path refuses, the fast path must not answer. Which path
-a caller took is never visible in what it gets.
+For each generated or mutated input: when the fast path answers (a ranking, or the duplicate
+path error it words itself), the precise path must give the same; when it gives up, the
+precise path answers alone. Which path a caller took is never visible in what it gets.
 """
 
 from __future__ import annotations
@@ -33,36 +33,26 @@ def precise(data: bytes) -> Any:
 
 
 def fast(data: bytes) -> Any:
-    """The fast path's answer (the ranking, or the error's words), or None where it is unsure."""
-    value = fastpath.parsed(data)
-    if value is fastpath.UNSURE:
-        return None
-    assert same(value, parse_json(data, "input")), data[:300]
+    """The fast path's answer (the ranking, or the error's words), or None where it gives up."""
+    holder = [data]
     try:
-        return rank(value)
+        answer = fastpath.ranked(holder)
     except InvalidArguments as error:
+        assert holder == []  # the bytes were let go once the structs existed
         return f"error: {error}"
-
-
-def same(a: object, b: object) -> bool:
-    """Equal type for type and, in objects, key for key in order (1 == 1.0 and {a, b} == {b, a} are not enough)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict) and isinstance(b, dict):
-        return list(a) == list(b) and all(same(a[key], b[key]) for key in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(map(same, a, b))
-    if isinstance(a, float):
-        return repr(a) == repr(b)  # -0.0 is not 0.0 here
-    return a == b
+    assert holder == ([] if answer is not None else [data])
+    return answer
 
 
 def agree(data: bytes) -> bool:
-    """Whether the fast path answered (and then: with the precise parser's value, and the same answer)."""
+    """Whether the fast path answered (and then: with the precise path's very answer)."""
     answer = fast(data)
     if answer is None:
         return False
-    assert answer == precise(data), data[:300]
+    expected = precise(data)
+    assert answer == expected, data[:300]
+    if not isinstance(answer, str):  # the same bytes out, key order and integer types included
+        assert json.dumps(answer) == json.dumps(expected)
     return True
 
 
@@ -114,26 +104,29 @@ def documents(draw: st.DrawFn) -> bytes:
 
 @st.composite
 def well_formed(draw: st.DrawFn) -> bytes:
-    """Arguments the contract takes, with extra fields, keys given twice and any path: the fast
-    path's own ground, where it must answer and agree."""
+    """Arguments the contract takes in the shape the fast path reads (no unknown field, integers
+    written as integers below 2**63), keys given twice and any path: its own ground, where it
+    must answer and agree."""
     hits = []
     for index in range(draw(st.integers(1, 12))):
         hit: dict[str, Any] = {
             "path": draw(st.text(min_size=1, max_size=6)) + f"/{index}",
-            "matches": draw(st.integers(1, 10**30)),
-            "last_modified_days": draw(st.integers(0, 10**6)),
+            "matches": draw(st.one_of(st.integers(1, 10**6), st.integers(1, 2**63 - 1))),
+            "last_modified_days": draw(st.one_of(st.integers(0, 10**6), st.integers(0, 2**63 - 1))),
         }
         if draw(st.booleans()):
             hit["owner"] = draw(st.text(max_size=4))
-        if draw(st.booleans()):
-            hit["extra"] = draw(st.sampled_from([[], {"a": [1, {}]}, "x", 1.5, None]))
         hits.append(hit)
+    if draw(st.booleans()):  # a repeated path: the error the fast path words itself
+        hits.append(dict(draw(st.sampled_from(hits))))
     arguments: dict[str, Any] = {"hits": hits}
     if draw(st.booleans()):
         arguments["limit"] = draw(st.integers(1, 20))
     text = json.dumps(arguments, ensure_ascii=draw(st.booleans()))
     if draw(st.booleans()):  # a key twice: the last one counts, on both paths
         text = text.replace('{"path": ', '{"path": "first", "path": ', 1)
+    if draw(st.booleans()):
+        text = text.replace('"matches": ', '"matches": 1, "matches": ', 1)
     return text.encode()
 
 
@@ -158,85 +151,182 @@ def test_the_fast_path_answers_well_formed_input() -> None:
     hits = [
         {"path": f"src/{i}.py", "matches": 1 + i % 7, "last_modified_days": i % 90, "owner": "a"} for i in range(500)
     ]
-    assert agree(json.dumps({"hits": hits, "limit": 20, "note": {"x": [1, 2]}}).encode())
+    assert agree(json.dumps({"hits": hits, "limit": 20}).encode())
     assert agree(json.dumps({"hits": hits}).encode())
+    assert agree(json.dumps({"hits": hits, "limit": 2**63 - 1}).encode())
+    largest = {"path": " ", "matches": 2**63 - 1, "last_modified_days": 2**63 - 1, "owner": " "}
+    assert agree(json.dumps({"hits": [largest]}).encode())
+
+
+HIT = b'{"path": "a", "matches": 1, "last_modified_days": 0'
 
 
 @pytest.mark.parametrize(
     "document",
     [
-        b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0, "x": NaN}]}',
-        b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0, "x": -Infinity}]}',
-        b'\xef\xbb\xbf{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}]}',
-        b'{"hits": [{"path": "\\ud800", "matches": 1, "last_modified_days": 0}]}',
+        # An unknown field, whatever it holds: invalid UTF-8, deep nesting, NaN, anything.
+        HIT + b', "x": "\xff"}]}'.replace(b"\\xff", b"\xff"),
+        HIT + b', "x": "\xed\xa0\x80"}]}',
+        HIT + b', "x": ' + b"[" * 5000 + b"]" * 5000 + b"}]}",
+        HIT + b', "x": NaN}]}',
+        HIT + b', "x": 1}], "note": {}}',
+        HIT + b"}], " + b'"note": ' + b"[" * 100 + b"]" * 100 + b"}",
+        # Numbers the contract reads as integers, or larger than a machine integer.
+        b'{"hits": [{"path": "a", "matches": 3.0, "last_modified_days": 0}]}',
+        b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 1e2}]}',
+        b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": -0.0}]}',
+        b'{"hits": [{"path": "a", "matches": 9223372036854775808, "last_modified_days": 0}]}',
         b'{"hits": [{"path": "a", "matches": 1' + b"0" * 5000 + b', "last_modified_days": 0}]}',
-        b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}],}',
-        b'{"hits": [{"path": "a\x01", "matches": 1, "last_modified_days": 0}]}',
+        HIT + b'}], "limit": 9223372036854775808}',
+        HIT + b'}], "limit": 2.0}',
+        # What the JSON or its text cannot be for msgspec, and what JSON.parse takes anyway.
+        b"\xef\xbb\xbf" + HIT + b"}]}",
+        b'{"hits": [{"path": "\\ud800", "matches": 1, "last_modified_days": 0}]}',
+        b'{"hits": [{"path": "\\udc00\\ud800", "matches": 1, "last_modified_days": 0}]}',
+        b'{"hits": [{"path": "\xed\xa0\x80", "matches": 1, "last_modified_days": 0}]}',
         b'{"hits": [{"path": "\xff", "matches": 1, "last_modified_days": 0}]}',
+        b'{"hits": [{"path": "a\x01", "matches": 1, "last_modified_days": 0}]}',
+        HIT + b"}],}",
+        HIT + b"}]}\x0c",
+        HIT + b"}]} x",
+        # A key given twice whose first value msgspec refuses as it reads it, the last one good.
+        b'{"hits": [{"path": "a", "matches": "x", "matches": 1, "last_modified_days": 0}]}',
+        # What the contract refuses: the precise path words it.
+        HIT + b', "owner": null}]}',
+        HIT + b'}], "limit": 0}',
+        HIT + b'}], "limit": true}',
+        b'{"hits": []}',
+        b'{"hits": [{"path": "", "matches": 1, "last_modified_days": 0}]}',
+        b'{"hits": [{"path": "a", "last_modified_days": 0}]}',
+        b"[]",
     ],
 )
 def test_what_the_fast_path_leaves_to_the_precise_one(document: bytes) -> None:
-    assert fastpath.parsed(document) is fastpath.UNSURE
+    assert fast(document) is None
+    assert precise(document)  # an answer or an error, from the precise path alone
 
 
 @pytest.mark.parametrize(
-    ("document", "error"),
+    ("document", "expected"),
     [
-        (b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}], "limit": 0}', "limit"),
         (
             b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}, '
             b'{"path": "a", "matches": 2, "last_modified_days": 0}]}',
-            "hits[1].path",
+            'error: hits[1].path: duplicate path "a", first given at hits[0]',
         ),
-        (b'{"hits": [{"path": "a", "matches": 1' + b"0" * 4000 + b', "last_modified_days": 0}]}', "hits[0].matches"),
-        (b'{"hits": [{"path": "a", "matches": 1e400, "last_modified_days": 0}]}', "hits[0].matches"),
-        (b'{"hits": [{"path": "a", "matches": 1.5, "last_modified_days": -0}]}', "hits[0].matches"),
-        (b'{"hits": []}', "hits"),
+        (
+            b'{"hits": [{"path": "b", "matches": 1, "last_modified_days": 0}, {"path": "a", "matches": 1, '
+            b'"last_modified_days": 0}, {"path": "a", "matches": 2, "last_modified_days": 0}, '
+            b'{"path": "b", "matches": 2, "last_modified_days": 0}]}',
+            'error: hits[2].path: duplicate path "a", first given at hits[1]',
+        ),
+        (  # a key given twice: the last value is the path, on both paths
+            b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}, '
+            b'{"path": "a", "path": "b", "matches": 2, "last_modified_days": 0}, '
+            b'{"path": "b", "path": "a", "path": "c", "matches": 2, "last_modified_days": 0}, '
+            b'{"path": "c", "matches": 2, "matches": 3, "last_modified_days": 0}]}',
+            'error: hits[3].path: duplicate path "c", first given at hits[2]',
+        ),
+        (
+            b'{"hits": [{"path": "\\u00e9", "matches": 1, "last_modified_days": 0}, '
+            b'{"path": "\xc3\xa9", "matches": 2, "last_modified_days": 0}]}',
+            'error: hits[1].path: duplicate path "\xe9", first given at hits[0]',
+        ),
     ],
 )
-def test_what_the_contract_refuses_is_said_in_the_precise_words_from_the_fast_value(
-    document: bytes, error: str
-) -> None:
+def test_a_repeated_path_is_said_in_the_precise_words_by_the_fast_path(document: bytes, expected: str) -> None:
+    assert fast(document) == precise(document) == expected
+
+
+def test_a_key_given_twice_keeps_its_last_value_on_both_paths() -> None:
+    document = (
+        b'{"limit": 5, "hits": [{"path": "a", "matches": 1, "last_modified_days": 0, "matches": 7, "owner": "x", '
+        b'"owner": "y"}], "limit": 1, "hits": [{"path": "b", "matches": 2, "last_modified_days": 3}, '
+        b'{"path": "c", "matches": 9, "last_modified_days": 0, "owner": "z"}]}'
+    )
     answer = fast(document)
     assert answer == precise(document)
-    assert isinstance(answer, str) and answer.startswith(f"error: {error}: "), answer
+    assert answer["counts"] == {"hits": 2, "returned": 1} and answer["results"][0]["path"] == "c"
+
+
+def test_every_contract_keyword_has_a_rule_in_the_fast_path() -> None:
+    """A keyword the structs cannot express stops the fast path rather than being skipped."""
+    from codescout_mcp.contract import INPUT_SCHEMA
+
+    fastpath._type_for(INPUT_SCHEMA, "arguments")  # the contract as it is: every keyword known
+    changed = json.loads(json.dumps(INPUT_SCHEMA))
+    changed["properties"]["hits"]["items"]["properties"]["path"]["maxLength"] = 9
+    with pytest.raises(NotImplementedError, match=r"arguments\.hits\.items\.path: .*maxLength"):
+        fastpath._type_for(changed, "arguments")
+    changed = json.loads(json.dumps(INPUT_SCHEMA))
+    changed["properties"]["limit"]["type"] = "number"
+    with pytest.raises(NotImplementedError, match=r"arguments\.limit: .*'number'"):
+        fastpath._type_for(changed, "arguments")
+
+
+def large(count: int) -> bytes:
+    hits = [{"path": f"p/{i}", "matches": 1 + i % 30, "last_modified_days": i % 400} for i in range(count)]
+    return json.dumps({"hits": hits, "limit": 5}).encode()
 
 
 def test_a_large_input_ranks_the_same_through_the_cli_whichever_path(tmp_path: Path) -> None:
     """Over FAST_BYTES: the fast path answers a valid file, the precise path a file it would not take."""
-    hits = [{"path": f"p/{i}", "matches": 1 + i % 30, "last_modified_days": i % 400} for i in range(160_000)]
-    valid = json.dumps({"hits": hits, "limit": 5}).encode()
-    assert len(valid) >= fastpath.FAST_BYTES and fastpath.parsed(valid) is not fastpath.UNSURE
-    floats = valid.replace(b'"matches": 1,', b'"matches": 1.0,')  # integral floats: ranked as integers
-    assert fastpath.parsed(floats) is not fastpath.UNSURE
+    valid = large(40_000)
+    assert len(valid) >= fastpath.FAST_BYTES and fast(valid) is not None
+    floats = valid.replace(b'"matches": 1,', b'"matches": 1.0,')  # integral floats: the precise path's
     surrogate = valid.replace(b'"p/7"', b'"p/\\udc00"', 1)  # a lone surrogate: the precise path's
-    assert fastpath.parsed(surrogate) is fastpath.UNSURE
+    extra = valid.replace(b'"p/9"', b'"p/9", "x": "\xff"', 1)  # invalid UTF-8 in an unknown field
+    for data in (floats, surrogate, extra):
+        assert fast(data) is None
     for data in (valid, floats, surrogate):
         source = tmp_path / "args.json"
         source.write_bytes(data)
         done = subprocess.run([codescout_exe(), "rank", "--input", str(source)], capture_output=True, check=False)
         assert done.returncode == 0, done.stderr
-        assert json.loads(done.stdout) == rank(json.loads(data))
-    duplicate = valid.replace(b'"p/1"', b'"p/0"', 1)
-    source = tmp_path / "args.json"
-    source.write_bytes(duplicate)
-    done = subprocess.run([codescout_exe(), "rank", "--input", str(source)], capture_output=True, check=False)
-    assert (done.returncode, done.stdout) == (1, b"")
-    assert done.stderr.decode() == 'codescout: hits[1].path: duplicate path "p/0", first given at hits[0]\n'
+        assert done.stdout == render(precise(data))
+    refusals = {
+        valid.replace(b'"p/1"', b'"p/0"', 1): 'codescout: hits[1].path: duplicate path "p/0", first given at hits[0]\n',
+        valid.replace(b'"limit": 5', b'"limit": 0'): (
+            "codescout: limit: expected an integer >= 1 (or leave the field out), got 0\n"
+        ),
+        valid + b"]": f"codescout: args.json: invalid JSON at line 1, column {len(valid) + 1}: Extra data\n",
+        extra: f"codescout: args.json: not valid UTF-8 at byte offset {extra.index(bytes([255]))}\n",
+    }
+    for data, words in refusals.items():
+        source = tmp_path / "args.json"
+        source.write_bytes(data)
+        done = subprocess.run(
+            [codescout_exe(), "rank", "--input", "args.json"], capture_output=True, check=False, cwd=tmp_path
+        )
+        assert (done.returncode, done.stdout) == (1, b"")
+        assert done.stderr.decode().startswith(words), done.stderr
+
+
+def render(answer: Any) -> bytes:
+    from codescout_mcp.rank_command import render_json
+
+    return render_json(answer)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="resource limits are POSIX-only")
 @pytest.mark.parametrize("limit", ["RLIMIT_AS", "RLIMIT_DATA"])
-def test_under_a_memory_cap_too_tight_for_it_the_fast_path_stands_aside(limit: str) -> None:
-    """Under a cap, the fast path is taken only with room for ROOM_FACTOR times the input."""
+def test_under_a_memory_cap_the_fast_path_fails_cleanly(limit: str) -> None:
+    """msgspec allocates through Python: a cap it meets is a MemoryError, never an abort."""
     probe = (
-        "import resource, sys\n"
+        "import json, resource\n"
         "from codescout_mcp import fastpath\n"
+        "hits = [{'path': f'p/{i}', 'matches': 1, 'last_modified_days': 0} for i in range(300_000)]\n"
+        "data = json.dumps({'hits': hits}).encode()\n"
+        "del hits\n"
+        "fastpath.decoder()\n"
         f"limit = resource.{limit}\n"
-        "used = fastpath._in_use('VmSize:' if limit == resource.RLIMIT_AS else 'VmData:')\n"
-        "resource.setrlimit(limit, (used + (64 << 20), resource.getrlimit(limit)[1]))\n"
-        "print(fastpath._room_for(32 << 20), fastpath._room_for(128 << 20))\n"
+        "field = 'VmSize:' if limit == resource.RLIMIT_AS else 'VmData:'\n"
+        "used = next(int(l.split()[1]) << 10 for l in open('/proc/self/status') if l.startswith(field))\n"
+        "resource.setrlimit(limit, (used + (8 << 20), resource.getrlimit(limit)[1]))\n"
+        "try:\n"
+        "    fastpath.ranked([data])\n"
+        "except MemoryError:\n"
+        "    print('MemoryError')\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
-    assert (done.returncode, done.stdout, done.stderr) == (0, "True False\n", "")
-    assert fastpath._room_for(1 << 40)  # no cap here: always room
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "MemoryError\n", "")

@@ -102,6 +102,8 @@ def test_ceilings_come_from_the_environment_unless_git_runs_isolated(monkeypatch
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", os.pathsep.join(["/a/b/", "", "/c/./d"]))
     assert ceiling_folders(False) == (os.path.normpath("/a/b/"), os.path.normpath("/c/./d"))
     assert ceiling_folders(True) == ()
+    monkeypatch.delenv("GIT_CEILING_DIRECTORIES")
+    assert ceiling_folders(False) == ()  # none set: no ceiling at all
 
 
 @posix_only(FIFOS)

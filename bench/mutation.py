@@ -54,9 +54,21 @@ TESTS: dict[str, list[str]] = {
         "tests/cli/test_vectors.py",
         "tests/unit/test_ranking.py",
         "tests/unit/test_properties.py",
+        "tests/unit/test_fastpath.py",  # ranked_structs, the ranking of the fast path's structs
         "-k",
         "not cli",
     ],
+    "fastpath.py": ["tests/unit/test_fastpath.py", "tests/cli/test_cli.py", "-k", "fast or memory or large"],
+    # The door and the early answers, judged against the SDK's own answers.
+    **{
+        module: [
+            "tests/unit/test_early_answers.py",
+            "tests/stdio/test_direct_calls.py",
+            "tests/stdio/test_stdio_start.py",
+            "tests/unit/test_guard.py",
+        ]
+        for module in ("stdio/early.py", "answers/accepted.py", "answers/door.py", "answers/handshake.py")
+    },
     "validate.py": [
         "tests/cli/test_vectors.py",
         "tests/unit/test_validate.py",

@@ -59,6 +59,7 @@ class Workspace:
         self._lock = threading.Lock()
         self._checkout: Checkout | None = None
         self._git_entries: tuple[bool, ...] = ()  # which folders around the root had a .git when opened
+        self._identity: tuple[int, int] | None = None  # the root folder's (device, inode) when opened
         self._warned: set[str] = set()
 
     @contextlib.contextmanager
@@ -78,11 +79,26 @@ class Workspace:
                 "another call was reading it for the whole time allowed (git may be stuck); try again"
             )
         try:
+            self._check_root()
             checkout = self._current_checkout(lookup)
             checkout.refresh()
             yield checkout
         finally:
             self._lock.release()
+
+    def _check_root(self) -> None:
+        """RepositoryError if the workspace's folder is gone (deleted or moved while the server runs);
+        a folder that is another one now (made anew at the path) is opened afresh."""
+        try:
+            status = os.stat(self.root)
+        except OSError:
+            status = None
+        if status is None or not stat.S_ISDIR(status.st_mode):
+            raise RepositoryError(f"{shown(str(self.root))} no longer exists (deleted or moved)")
+        identity = (status.st_dev, status.st_ino)
+        if identity != self._identity:
+            self._checkout = None
+            self._identity = identity
 
     def unreadable(self, error: Exception) -> dict[str, Any]:
         """The tool error for a workspace that cannot be read (not the caller's doing)."""

@@ -186,6 +186,34 @@ async def test_a_commit_or_an_edit_between_two_calls_shows_in_the_second(client:
     assert await days() == [10, 300]
 
 
+async def test_a_workspace_deleted_or_moved_while_the_server_runs_is_said_so(project: Repo, tmp_path: Path) -> None:
+    """Not "git is not installed": the folder is gone; and a folder put back at the path is served."""
+    hits = [{"path": "docs/guide.md", "matches": 1}]
+    root = project.root
+    async with Client(build_server(workspace=str(root)), mode="legacy") as connected:
+        assert not (await call(connected, hits)).is_error
+        moved = tmp_path / "moved"
+        root.rename(moved)
+        gone = f"the workspace {root} cannot be read: {root} no longer exists (deleted or moved)"
+        for result in (await call(connected, hits), await connected.call_tool(SEARCH_TOOL_NAME, {"pattern": "x"})):
+            assert result.is_error and text_of(result) == gone
+        moved.rename(root)  # back where it was: served again, ages from git
+        result = await call(connected, hits)
+        assert not result.is_error and result.structured_content is not None
+        assert result.structured_content["results"][0]["last_modified_days"] == 40
+        search = await connected.call_tool(SEARCH_TOOL_NAME, {"pattern": "x"})
+        assert not search.is_error and search.structured_content is not None
+        root.rename(moved)  # another folder made at the path, a plain one: opened afresh, file times
+        (root / "docs").mkdir(parents=True)
+        (root / "docs" / "guide.md").write_text("x x\n", encoding="utf-8")
+        result = await call(connected, hits)
+        assert not result.is_error and result.structured_content is not None
+        assert result.structured_content["results"][0]["last_modified_days"] == 0
+        search = await connected.call_tool(SEARCH_TOOL_NAME, {"pattern": "x"})
+        assert search.structured_content is not None
+        assert [(r["path"], r["matches"]) for r in search.structured_content["results"]] == [("docs/guide.md", 2)]
+
+
 # --- errors at the caller's index ----------------------------------------------------------------
 
 

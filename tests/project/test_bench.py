@@ -148,3 +148,26 @@ def test_call_memory_smoke_measures_both_ways() -> None:
     assert [name for name, _ in per_mib] == ["today's read", "msgspec structs"], output
     today, structs = (float(value) for _, value in per_mib)
     assert 1 < structs < today, output  # the body itself is counted in, so neither is below 1
+
+
+def test_every_file_in_a_mutation_test_list_has_tests_selected() -> None:
+    """A `-k` that deselects a whole file (tests moved into `tests/cli/` and "not cli") would let
+    mutants survive that its tests kill, and the scores drop without a word."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench.mutation import TESTS
+    finally:
+        sys.path.remove(str(ROOT))
+    for arguments in {tuple(listed) for listed in TESTS.values()}:
+        files = [argument for argument in arguments if argument.endswith(".py")]
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "--collect-only", *arguments],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        selected = {line.split("::")[0] for line in done.stdout.splitlines() if "::" in line}
+        assert selected == set(files), (arguments, set(files) - selected)

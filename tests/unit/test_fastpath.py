@@ -330,3 +330,76 @@ def test_under_a_memory_cap_the_fast_path_fails_cleanly(limit: str) -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "MemoryError\n", "")
+
+
+def test_the_rules_for_keywords_the_contract_leaves_out() -> None:
+    """What the fast path reads from a schema without `minimum`, `minLength` or `minItems`, or with
+    the annotations: the JSON Schema meaning (no bound), up to a machine integer."""
+    import msgspec
+
+    def reads(schema: dict[str, Any], text: bytes) -> bool:
+        try:
+            msgspec.json.decode(text, type=fastpath._type_for(schema, "x"))
+        except msgspec.ValidationError:
+            return False
+        return True
+
+    integer = {"type": "integer", "title": "n", "description": "a number", "default": 1}
+    assert reads(integer, b"-9223372036854775808") and reads(integer, b"9223372036854775807")
+    assert not reads(integer, b"-9223372036854775809") and not reads(integer, b"9223372036854775808")
+    assert reads({"type": "string"}, b'""') and reads({"type": "array", "items": {"type": "string"}}, b"[]")
+
+
+def test_the_structs_are_not_tracked_by_the_collector() -> None:
+    """A million hits would be a million objects for every collection to walk (gc=False)."""
+    import gc
+
+    document = b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0, "owner": "x"}]}'
+    arguments = fastpath.decoder().decode(document)
+    assert not gc.is_tracked(arguments) and not any(map(gc.is_tracked, arguments.hits))
+
+
+def test_msgspec_is_imported_only_for_a_large_input(tmp_path: Path) -> None:
+    """Below FAST_BYTES importing it would cost more than it saves."""
+    probe = (
+        "import sys\n"
+        "from codescout_mcp.rank_command import _ranked\n"
+        'small = b\'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}]}\'\n'
+        "_ranked(small, 'input')\n"
+        "print('msgspec' in sys.modules)\n"
+        "_ranked(small[:-2] + b' ' * (2 << 20) + b']}', 'input')\n"
+        "print('msgspec' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "False\nTrue\n", "")
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.text(st.sampled_from(["a", "B", "\u00e9", "\ue000", "\uffff", "\U0001f600", "\U00010000"]), min_size=1),
+            st.integers(1, 4),
+            st.integers(0, 401),
+        ),
+        min_size=1,
+        max_size=30,
+        unique_by=lambda hit: hit[0],
+    ),
+    st.integers(1, 32),
+)
+def test_the_structs_rank_as_the_dicts_through_ties_and_utf16_order(
+    hits: list[tuple[str, int, int]], limit: int
+) -> None:
+    """Scores that tie across matches and days (a match is worth 100 days) and paths that sort
+    differently as UTF-16 than as code points: the order and the floor of the top-k."""
+    arguments = {"hits": [{"path": p, "matches": m, "last_modified_days": d} for p, m, d in hits], "limit": limit}
+    assert agree(json.dumps(arguments).encode())
+
+
+def test_the_floor_of_the_top_k_is_the_scores_own() -> None:
+    """A floor found on any other weight of a match would keep only the hit of more matches here."""
+    few = {"path": "few", "matches": 1, "last_modified_days": 98}  # score 2: the best
+    many = {"path": "many", "matches": 4, "last_modified_days": 399}  # score 1
+    answer = fast(json.dumps({"hits": [many, few], "limit": 1}).encode())
+    assert answer == precise(json.dumps({"hits": [many, few], "limit": 1}).encode())
+    assert [row["path"] for row in answer["results"]] == ["few"]

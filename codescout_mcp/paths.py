@@ -6,6 +6,8 @@ The rules that differ by system come from `platform.System`, passed in (default:
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
 
@@ -181,15 +183,32 @@ def describe_kind(mode: int) -> str:
     return "a device"
 
 
-def read_regular(path: str, limit: int) -> bytes | None:
+class MovedOutside(OSError):
+    """A file found inside a folder that was somewhere else by the time it was opened (a link
+    swapped in between): never read."""
+
+
+def read_regular(path: str, limit: int, *, inside: str | None = None) -> bytes | None:
     """The bytes of a regular file, or None when it holds more than `limit` bytes.
 
     A FIFO or device is never read (opening it does not wait for a writer, and reading it
-    could last forever): NotRegular. OSError for a file that cannot be opened.
+    could last forever): NotRegular. OSError for a file that cannot be opened. With `inside`
+    (a resolved folder; `path` resolved too, and checked to be in it), the file opened must be
+    the one inside: a link put at its place or at one of its folders after the check is
+    MovedOutside, whatever it points to.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOCTTY", 0)
-    fd = os.open(path, flags)
+    if inside is not None:
+        flags |= getattr(os, "O_NOFOLLOW", 0)  # `path` is resolved: a link at its end came since
     try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        if inside is not None and error.errno in (errno.ELOOP, errno.EMLINK):  # (EMLINK: the BSDs')
+            raise MovedOutside(0, "was replaced by a link as it was opened") from None
+        raise
+    try:
+        if inside is not None and not _opened_inside(fd, path, inside):
+            raise MovedOutside(0, "was replaced by a link as it was opened")
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise NotRegular(0, f"{describe_kind(info.st_mode)}, not a regular file")
@@ -206,6 +225,32 @@ def read_regular(path: str, limit: int) -> bytes | None:
         return None if size > limit else b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def _opened_inside(fd: int, path: str, root: str) -> bool:
+    """Whether the file open as `fd` is inside `root`: by the path the system gives for the open
+    file (Linux's /proc, macOS's F_GETPATH); elsewhere, by `path` resolved again naming it still."""
+    import sys
+
+    opened: str | None = None
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError):
+            opened = os.readlink(f"/proc/self/fd/{fd}").removesuffix(" (deleted)")
+    elif sys.platform == "darwin":
+        import fcntl
+
+        with contextlib.suppress(OSError):
+            opened = os.fsdecode(fcntl.fcntl(fd, fcntl.F_GETPATH, bytes(1024)).split(b"\0", 1)[0])
+    if opened is None:
+        again = os.path.realpath(path)
+        try:
+            named, held = os.stat(again), os.fstat(fd)
+        except OSError:
+            return False
+        if (named.st_dev, named.st_ino) != (held.st_dev, held.st_ino):
+            return False
+        opened = again
+    return relative_inside(opened, root) is not None
 
 
 def located(base: str, given: str, folders: dict[str, str]) -> str:

@@ -25,7 +25,7 @@ from typing import Final
 
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.globs import github_regex, gitlab_regex
-from codescout_mcp.paths import NotRegular, read_regular, relative_inside
+from codescout_mcp.paths import MovedOutside, NotRegular, read_regular, relative_inside
 from codescout_mcp.text import shown
 
 # Whether a rule's pattern matches a path (a match object or None, as `re` answers).
@@ -152,7 +152,9 @@ def _read(real_root: str, place: str, limit: int, warn: Warn) -> bytes | None:
         warn(f"{place} is a link to {shown(real)}, outside the repository; it is not read, and no owners are read")
         return b""
     try:
-        return read_regular(real, limit)
+        return read_regular(real, limit, inside=real_root)
+    except MovedOutside as error:
+        warn(f"{place} {error.strerror}; it is not read, and no owners are read")
     except NotRegular as error:
         warn(f"{place} is {error.strerror}; it is not read, and no owners are read")
     except OSError as error:

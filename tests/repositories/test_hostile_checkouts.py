@@ -313,9 +313,6 @@ def test_a_server_reading_a_backtracking_codeowners_still_answers_pings_and_stop
 # --- files codescout reads itself ------------------------------------------------------------------
 
 
-# --- files codescout reads itself ------------------------------------------------------------------
-
-
 def test_a_codeowners_link_out_of_the_repository_is_not_followed(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("* @leaked-secret\n", encoding="utf-8")
@@ -339,6 +336,50 @@ def test_a_codeowners_link_out_of_the_repository_is_not_followed(tmp_path: Path)
     (r.root / ".github" / "CODEOWNERS").symlink_to(inside)  # a link within the repository is fine
     done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts("a.txt"))
     assert json.loads(done.stdout)["hits"][0]["owner"] == "@inside" and done.stderr == b""
+
+
+@posix_only("a symbolic link made without privileges")
+@pytest.mark.parametrize("swapped", ["the file", "its folder"])
+def test_a_codeowners_swapped_for_a_link_out_between_check_and_open_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped: str
+) -> None:
+    """The race a process beside the server could win: the place is checked (a regular file
+    inside), then made a link out of the repository, then opened. What is opened is checked."""
+    from codescout_mcp.facts.codeowners import load_codeowners
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "CODEOWNERS").write_text("* @leaked-secret\n", encoding="utf-8")
+    root = tmp_path / "r"
+    (root / ".github").mkdir(parents=True)
+    (root / ".github" / "CODEOWNERS").write_text("* @inside\n", encoding="utf-8")
+    real_realpath = os.path.realpath
+
+    def swap() -> None:
+        if swapped == "the file":
+            (root / ".github" / "CODEOWNERS").unlink()
+            (root / ".github" / "CODEOWNERS").symlink_to(outside / "CODEOWNERS")
+        else:
+            (root / ".github").rename(tmp_path / "was-github")
+            (root / ".github").symlink_to(outside)
+
+    def realpath_then_swap(path: Any, *args: Any, **kwargs: Any) -> Any:
+        resolved = real_realpath(path, *args, **kwargs)
+        if str(path).endswith("CODEOWNERS") and not (root / ".github").is_symlink() and not swapped_yet:
+            swapped_yet.append(True)
+            swap()
+        return resolved
+
+    swapped_yet: list[bool] = []
+    monkeypatch.setattr(os.path, "realpath", realpath_then_swap)
+    warnings: list[str] = []
+    owners = load_codeowners(root, None, warnings.append)
+    monkeypatch.undo()
+    assert swapped_yet, "the swap never happened"
+    assert owners.owner_of("a.txt") is None
+    assert warnings == [
+        ".github/CODEOWNERS was replaced by a link as it was opened; it is not read, and no owners are read"
+    ]
 
 
 def limited_memory(megabytes: int) -> Callable[[], None] | None:

@@ -335,7 +335,7 @@ def test_github_reads_a_file_just_under_3_mb_and_ignores_one_of_3_mb(tmp_path: P
 def test_a_codeowners_file_that_cannot_be_read_is_one_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "CODEOWNERS").write_text("* @all\n", encoding="utf-8")
 
-    def refuse(path: str, limit: int) -> bytes:
+    def refuse(path: str, limit: int, *, inside: str | None = None) -> bytes:
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(codeowners, "read_regular", refuse)  # as root, a file mode would not stop the read

@@ -74,6 +74,7 @@ TESTS: dict[str, list[str]] = {
         "tests/cli/test_vectors.py",
         "tests/unit/test_validate.py",
         "tests/unit/test_properties.py",
+        "tests/unit/test_fastpath.py",  # duplicate_error, the fast path's words for a repeated path
         "tests/repositories/test_workspace.py",
         "-k",
         "not through_cli and not over_stdio and not over_http and not variable and not git_dir",

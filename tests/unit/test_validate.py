@@ -11,7 +11,14 @@ import pytest
 
 from codescout_mcp import InvalidArguments, rank
 from codescout_mcp.contract import INPUT_SCHEMA, MAX_INTEGER_DIGITS, WORKSPACE_INPUT_SCHEMA
-from codescout_mcp.validate import Checker, OversizedInteger, _build_hit_scanner, _build_top_level_check, validate
+from codescout_mcp.validate import (
+    Checker,
+    FlatChecker,
+    OversizedInteger,
+    _build_hit_scanner,
+    _build_top_level_check,
+    validate,
+)
 
 ITEMS = INPUT_SCHEMA["properties"]["hits"]["items"]
 
@@ -361,3 +368,81 @@ def test_booleans_and_huge_integers_are_shown_in_words() -> None:
     assert error_of({"hits": [hit(owner=10**MAX_INTEGER_DIGITS)]})[1] == (
         "expected a string (or leave the field out), got a very large integer"
     )
+
+
+# --- the flat checker (the search tool's arguments) -------------------------------------------
+
+FLAT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {"type": "string", "minLength": 1},
+        "note": {"type": "string"},
+        "strict": {"type": "boolean", "default": False},
+        "limit": {"type": "integer", "minimum": 1, "default": 10},
+        "offset": {"type": "integer"},
+    },
+    "required": ["pattern"],
+}
+
+
+def flat(arguments: object) -> object:
+    try:
+        return FlatChecker(FLAT_SCHEMA).validate(arguments)
+    except InvalidArguments as error:
+        return str(error)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"pattern": "x"}, {"strict": False, "limit": 10, "pattern": "x"}),
+        (
+            {"pattern": "x", "limit": 3.0, "strict": True, "note": ""},
+            {"strict": True, "limit": 3, "pattern": "x", "note": ""},
+        ),
+        ({"pattern": "x", "limit": 1}, {"strict": False, "limit": 1, "pattern": "x"}),
+        (
+            {"pattern": "x", "offset": -5, "other": [1], 7: "y"},
+            {"strict": False, "limit": 10, "pattern": "x", "offset": -5},
+        ),
+        (
+            {"pattern": "x", "offset": -(10**4000) + 1},
+            {"strict": False, "limit": 10, "pattern": "x", "offset": -(10**4000) + 1},
+        ),
+        ({"pattern": "x", "offset": float(2**53)}, {"strict": False, "limit": 10, "pattern": "x", "offset": 2**53}),
+        ([], "arguments: expected an object, got an empty array"),
+        ({}, "pattern: missing, expected a non-empty string"),
+        ({"pattern": ""}, 'pattern: expected a non-empty string, got ""'),
+        ({"pattern": 1}, "pattern: expected a non-empty string, got 1"),
+        ({"pattern": "x", "note": None}, "note: expected a string (or leave the field out), got null"),
+        ({"pattern": "x", "strict": 1}, "strict: expected true or false (or leave the field out), got 1"),
+        ({"pattern": "x", "limit": True}, "limit: expected an integer >= 1 (or leave the field out), got true"),
+        ({"pattern": "x", "limit": 0}, "limit: expected an integer >= 1 (or leave the field out), got 0"),
+        ({"pattern": "x", "limit": 2.5}, "limit: expected an integer >= 1 (or leave the field out), got 2.5"),
+        (
+            {"pattern": "x", "offset": float(2**53) * 2},
+            "offset: expected an integer (or leave the field out), got 1.8014398509481984e+16",
+        ),
+        ({"pattern": "x", "limit": 10**4000}, "limit: expected an integer of at most 4000 digits, got a larger one"),
+        (
+            {"pattern": "x", "offset": -(10**4000)},
+            "offset: expected an integer of at most 4000 digits, got a longer one",
+        ),
+        (
+            {"pattern": "x", "limit": -(10**4000)},
+            "limit: expected an integer >= 1 (or leave the field out), got a very large negative integer",
+        ),
+        ({"limit": 0}, "limit: expected an integer >= 1 (or leave the field out), got 0"),  # before the missing field
+    ],
+)
+def test_the_flat_checker_takes_the_values_its_schema_says_and_names_the_first_problem(
+    arguments: object, expected: object
+) -> None:
+    assert flat(arguments) == expected
+
+
+def test_the_flat_checker_refuses_a_schema_it_has_no_rule_for() -> None:
+    with pytest.raises(NotImplementedError, match="number"):
+        FlatChecker({"type": "object", "properties": {"x": {"type": "number"}}})
+    with pytest.raises(NotImplementedError, match="maximum"):
+        FlatChecker({"type": "object", "properties": {"x": {"type": "integer", "maximum": 3}}})

@@ -433,6 +433,7 @@ def flat(arguments: object) -> object:
             "limit: expected an integer >= 1 (or leave the field out), got a very large negative integer",
         ),
         ({"limit": 0}, "limit: expected an integer >= 1 (or leave the field out), got 0"),  # before the missing field
+        ({"other": 1, "limit": 0, "pattern": "x"}, "limit: expected an integer >= 1 (or leave the field out), got 0"),
     ],
 )
 def test_the_flat_checker_takes_the_values_its_schema_says_and_names_the_first_problem(
@@ -442,7 +443,17 @@ def test_the_flat_checker_takes_the_values_its_schema_says_and_names_the_first_p
 
 
 def test_the_flat_checker_refuses_a_schema_it_has_no_rule_for() -> None:
-    with pytest.raises(NotImplementedError, match="number"):
+    with pytest.raises(NotImplementedError, match=r"^x: the flat checker has no rule for type 'number'$"):
         FlatChecker({"type": "object", "properties": {"x": {"type": "number"}}})
     with pytest.raises(NotImplementedError, match="maximum"):
         FlatChecker({"type": "object", "properties": {"x": {"type": "integer", "maximum": 3}}})
+
+
+@pytest.mark.parametrize("field", ["matches", "last_modified_days"])
+def test_a_huge_negative_integer_under_a_minimum_is_refused_by_the_bound(field: str) -> None:
+    """Below a minimum the bound speaks, not the digit limit (which is for integers with no lower bound)."""
+    hit: dict[str, Any] = {"path": "a", "matches": 1, "last_modified_days": 0, field: -(10**5000)}
+    bound = 1 if field == "matches" else 0
+    with pytest.raises(InvalidArguments) as raised:
+        rank({"hits": [hit]})
+    assert str(raised.value) == f"hits[0].{field}: expected an integer >= {bound}, got a very large negative integer"

@@ -9,14 +9,14 @@ involved, never one per file. Both `codescout hits` and `rank_workspace_hits` as
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.git import GitError, GitMissing, NotARepository
 from codescout_mcp.facts.gitfiles import BlockingFile, RepositoryError
 from codescout_mcp.facts.repository import Described, FileFacts, Lookup, NeedsWork, RepositoryFacts
-from codescout_mcp.paths import folder_identity, located, relative_inside, relative_to, same_folder_inside
+from codescout_mcp.paths import ancestors, folder_identity, located, relative_inside, relative_to, same_folder_inside
 from codescout_mcp.platform import CURRENT, System
 from codescout_mcp.text import shown
 
@@ -164,7 +164,7 @@ class Checkout:
             return holders[folder]
         found: RepositoryFacts | None = None
         passed: list[str] = []
-        for candidate in self._outward(folder):
+        for candidate in [folder, *ancestors(folder, self.system)]:
             if candidate in holders:
                 found = holders[candidate]
                 break
@@ -179,19 +179,6 @@ class Checkout:
         for candidate in passed:
             holders[candidate] = holder
         return holder
-
-    def _outward(self, folder: str) -> Iterator[str]:
-        """`folder`, then the folders around it, nearest first: as `ancestors`, one at a time (the
-        walk mostly stops at the first, or at a folder met earlier in the call)."""
-        yield folder
-        paths = self.system.paths
-        current = paths.normpath(folder)
-        while True:
-            parent = paths.dirname(current)
-            if parent == current or not parent:
-                return
-            yield parent
-            current = parent
 
     def _met_before(self, root: Path) -> RepositoryFacts | None:
         """A repository met before whose root is the folder `root` under another name: another

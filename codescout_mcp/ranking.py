@@ -57,21 +57,27 @@ def utf16_order(path: str) -> str:
     return "".join(units)
 
 
-def _key(hit: Hit) -> tuple[int, int, int, str]:
-    matches = hit["matches"]
-    days = hit["last_modified_days"]
-    path = hit["path"]
+def _order(matches: int, days: int, path: str) -> tuple[int, int, int, str]:
+    """The full order: best score first, then more matches, fewer days, the path in UTF-16."""
     return (days - matches * 100, -matches, days, path if path.isascii() else utf16_order(path))
 
 
+def _key(hit: Hit) -> tuple[int, int, int, str]:
+    return _order(hit["matches"], hit["last_modified_days"], hit["path"])
+
+
 def _exact_key(hit: Hit) -> tuple[int, int, int, str]:
-    matches = int(hit["matches"])
-    days = int(hit["last_modified_days"])
-    return (days - matches * 100, -matches, days, utf16_order(hit["path"]))
+    return _order(int(hit["matches"]), int(hit["last_modified_days"]), hit["path"])
+
+
+def _struct_key(hit: Any) -> tuple[int, int, int, str]:
+    return _order(hit.matches, hit.last_modified_days, hit.path)
 
 
 _MATCHES: Final = itemgetter("matches")
 _DAYS: Final = itemgetter("last_modified_days")
+_MATCHES_OF: Final = attrgetter("matches")
+_DAYS_OF: Final = attrgetter("last_modified_days")
 
 
 def top(hits: list[Hit], limit: int, *, has_integral_floats: bool) -> list[Hit]:
@@ -81,9 +87,21 @@ def top(hits: list[Hit], limit: int, *, has_integral_floats: bool) -> list[Hit]:
     speed (every score in one pass of `map`, then a bounded heap of plain integers), and
     only the hits that reach it are ordered by the full key.
     """
-    key: Callable[[Hit], tuple[int, int, int, str]] = _exact_key if has_integral_floats else _key
-    if not has_integral_floats and limit < len(hits):
-        scores = list(map(sub, map(mul, map(_MATCHES, hits), repeat(100)), map(_DAYS, hits)))
+    if has_integral_floats:  # scores of floats are not worth a floor: order them all exactly
+        return heapq.nsmallest(limit, hits, key=_exact_key)
+    return _best(hits, limit, _MATCHES, _DAYS, _key)
+
+
+def _best(
+    hits: list[Any],
+    limit: int,
+    matches_of: Callable[[Any], int],
+    days_of: Callable[[Any], int],
+    key: Callable[[Any], Any],
+) -> list[Any]:
+    """`top` for hits whose fields `matches_of` and `days_of` read as exact integers."""
+    if limit < len(hits):
+        scores = list(map(sub, map(mul, map(matches_of, hits), repeat(100)), map(days_of, hits)))
         floor = heapq.nlargest(limit, scores)[-1]
         hits = list(compress(hits, map(floor.__le__, scores)))
     # Paths are unique, so the key is a total order and ties never fall to input order.
@@ -92,13 +110,15 @@ def top(hits: list[Hit], limit: int, *, has_integral_floats: bool) -> list[Hit]:
 
 def result_row(hit: Hit, rank: int) -> Row:
     """One result entry, keys in the contract's order, integers exact."""
-    matches = int(hit["matches"])
-    days = int(hit["last_modified_days"])
+    return _row(hit["path"], int(hit["matches"]), int(hit["last_modified_days"]), hit.get("owner"), rank)
+
+
+def _row(path: str, matches: int, days: int, owner: object, rank: int) -> Row:
     return {
-        "path": hit["path"],
+        "path": path,
         "matches": matches,
         "last_modified_days": days,
-        "owner": owner_or_none(hit.get("owner")),
+        "owner": owner_or_none(owner),
         "score": score(matches, days),
         "rank": rank,
     }
@@ -112,37 +132,12 @@ def ranked(hits: list[Hit], limit: int, *, has_integral_floats: bool) -> dict[st
     return {"results": results, "counts": {"hits": len(hits), "returned": len(results)}}
 
 
-_MATCHES_OF: Final = attrgetter("matches")
-_DAYS_OF: Final = attrgetter("last_modified_days")
-
-
-def _struct_key(hit: Any) -> tuple[int, int, int, str]:
-    matches = hit.matches
-    days = hit.last_modified_days
-    path = hit.path
-    return (days - matches * 100, -matches, days, path if path.isascii() else utf16_order(path))
-
-
 def ranked_structs(hits: list[Any], limit: int) -> dict[str, Any]:
     """`ranked` for hits decoded into structs by `fastpath` (fields as attributes, integers exact,
     an absent owner a value that is not a string): the same rows, in the same order."""
-    count = len(hits)
-    if limit < count:
-        scores = list(map(sub, map(mul, map(_MATCHES_OF, hits), repeat(100)), map(_DAYS_OF, hits)))
-        floor = heapq.nlargest(limit, scores)[-1]
-        hits = list(compress(hits, map(floor.__le__, scores)))
-    results = [
-        {
-            "path": hit.path,
-            "matches": hit.matches,
-            "last_modified_days": hit.last_modified_days,
-            "owner": owner_or_none(hit.owner),
-            "score": score(hit.matches, hit.last_modified_days),
-            "rank": rank,
-        }
-        for rank, hit in enumerate(heapq.nsmallest(limit, hits, key=_struct_key), 1)
-    ]
-    return {"results": results, "counts": {"hits": count, "returned": len(results)}}
+    best = _best(hits, limit, _MATCHES_OF, _DAYS_OF, _struct_key)
+    results = [_row(hit.path, hit.matches, hit.last_modified_days, hit.owner, rank) for rank, hit in enumerate(best, 1)]
+    return {"results": results, "counts": {"hits": len(hits), "returned": len(results)}}
 
 
 def rank(arguments: object) -> dict[str, Any]:

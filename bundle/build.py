@@ -45,6 +45,19 @@ ZIP_MODE = stat.S_IFREG | 0o644  # a regular file, rw-r--r--
 ZIP_SYSTEM = 3
 
 
+def without_table(text: str, table: str) -> str:
+    """TOML `text` without the table `[table]` (its header up to the next header), as written."""
+    kept: list[str] = []
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        header = line.strip()
+        if header.startswith("[") and not header.startswith("[["):
+            skipping = header == f"[{table}]"
+        if not skipping:
+            kept.append(line)
+    return "".join(kept)
+
+
 def project() -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
@@ -113,6 +126,12 @@ def stage(target: Path) -> None:
     target.mkdir(parents=True)
     for name in FILES:
         shutil.copy2(ROOT / name, target / name)
+    # The host's uv resolves every extra of the project it runs: the test tools are not the
+    # server's, and an older uv cannot resolve some of them (zizmor, Python 3.11+ only).
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    (target / "pyproject.toml").write_text(
+        without_table(text, "project.optional-dependencies"), encoding="utf-8", newline="\n"
+    )
     ignored = shutil.ignore_patterns(
         "__pycache__", "*.pyc", ".mypy_cache", ".pytest_cache", ".ruff_cache", *SYSTEM_LITTER
     )

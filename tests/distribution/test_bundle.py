@@ -225,3 +225,13 @@ def test_a_fresh_checkout_builds_the_same_bytes(built: tuple[Path, Path], tmp_pa
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "out" / bundle.name).read_bytes() == bundle.read_bytes()
+
+
+def test_the_bundle_carries_the_project_without_its_extras(built: tuple[Path, Path]) -> None:
+    """A host's uv resolves every extra of what it runs: the test tools stay out of the bundle."""
+    _, stage = built
+    staged = tomllib.loads((stage / "pyproject.toml").read_text(encoding="utf-8"))
+    whole = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "optional-dependencies" not in staged["project"]
+    whole["project"].pop("optional-dependencies")
+    assert staged == whole

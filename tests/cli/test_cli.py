@@ -357,8 +357,8 @@ def test_a_file_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> N
 @pytest.mark.skipif(sys.platform == "win32", reason="resource limits are POSIX-only")
 @pytest.mark.parametrize("limit", ["RLIMIT_AS", "RLIMIT_DATA"])
 def test_an_input_larger_than_memory_allows_is_one_line(tmp_path: Path, limit: str) -> None:
-    # 68 MB, which the fast path (msgspec) takes and which needs about 210 MiB: the cap is met
-    # while its structs are made, as a MemoryError, said in one line.
+    # 68 MB, over the fast path's threshold: the cap leaves it too little room, so the precise
+    # path reads it and meets the cap as a MemoryError, said in one line.
     import resource
 
     hits = [{"path": f"src/f{i}.py", "matches": 1 + i % 9, "last_modified_days": i % 99} for i in range(1_000_000)]

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -44,6 +45,26 @@ def wait_for(path: Path, seconds: float = 20) -> list[int]:
             return [int(line) for line in path.read_text().split()]
         time.sleep(0.05)
     raise AssertionError(f"no git started within {seconds} s")
+
+
+def as_a_user_starts_it() -> None:
+    """For preexec_fn: SIGINT and SIGTERM at their defaults and unblocked, as a shell starts a
+    command in the foreground, whatever the test process inherited or set (a command started
+    with SIGINT ignored, as a background job is, rightly ignores Ctrl-C)."""
+    if sys.platform == "win32":  # POSIX-only tests; said for the type checker
+        return
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def signal_state(pid: int) -> str:
+    """A process's blocked, ignored and caught signals, as /proc gives them (Linux)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError as error:
+        return f"no /proc status ({error})"
+    return " ".join(line for line in status.splitlines() if line.startswith(("SigBlk", "SigIgn", "SigCgt", "State")))
 
 
 def alive(pid: int) -> bool:
@@ -81,7 +102,13 @@ def test_the_command_line_ends_its_git_when_stopped(repo: Repo, tmp_path: Path, 
     env, pids = sleepy_git(tmp_path)
     argv = [codescout_exe(), "hits"] if command == "hits" else [codescout_exe(), "search", "search"]
     proc = subprocess.Popen(
-        argv, cwd=repo.root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        argv,
+        cwd=repo.root,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=as_a_user_starts_it,
     )
     assert proc.stdin is not None
     if command == "hits":
@@ -89,7 +116,10 @@ def test_the_command_line_ends_its_git_when_stopped(repo: Repo, tmp_path: Path, 
     proc.stdin.close()
     started = wait_for(pids)
     proc.send_signal(stop)
-    proc.wait(timeout=20)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"still running 20 s after {stop!r}: {signal_state(proc.pid)}") from None
     assert proc.stderr is not None
     err = proc.stderr.read()
     # Ended with the status a shell gives a command ended by the signal, and nothing said.

@@ -186,12 +186,16 @@ def decode_name(data: bytes, system: System = CURRENT) -> str:
         return data.decode("utf-8", "surrogateescape")
 
 
+_FS_ENCODING: Final = sys.getfilesystemencoding()
+_FS_ERRORS: Final = sys.getfilesystemencodeerrors()
+
+
 def name_problem(name: str) -> str | None:
     """Why `name` can name no file on this system (None when it can), in words for an error."""
     if "\0" in name:
         return "holds a NUL character, which no file name can"
     try:
-        os.fsencode(name)
+        name.encode(_FS_ENCODING, _FS_ERRORS)  # (os.fsencode, without its two Python frames)
     except UnicodeEncodeError:
         return "holds an unpaired surrogate, which no file name here can"
     return None

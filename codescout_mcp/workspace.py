@@ -35,10 +35,16 @@ from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
 from codescout_mcp.facts.repository import FileFacts, Lookup, NeedsWork
-from codescout_mcp.paths import ancestors, describe_kind, located, relative_inside, same_folder_inside
+from codescout_mcp.paths import (
+    ancestors,
+    describe_kind,
+    located,
+    relative_inside,
+    same_folder_inside,
+)
 from codescout_mcp.platform import name_problem
 from codescout_mcp.protocol import CALL_SECONDS
-from codescout_mcp.ranking import rank
+from codescout_mcp.ranking import rank, ranked
 from codescout_mcp.text import quoted, shown
 from codescout_mcp.validate import Checker, InvalidArguments
 
@@ -106,8 +112,10 @@ class Workspace:
 
     def _current_checkout(self, lookup: Lookup) -> Checkout:
         """The checkout, opened again when the workspace was a plain folder and a .git appeared."""
+        if self._checkout is not None and self._checkout.main is not None:
+            return self._checkout
         entries = self._git_entries_around()
-        if self._checkout is None or (self._checkout.main is None and entries != self._git_entries):
+        if self._checkout is None or entries != self._git_entries:
             if lookup.cached_only:
                 raise NeedsWork
             self._checkout = Checkout.open(
@@ -166,25 +174,30 @@ class WorkspaceTool:
         with self.workspace.turn(lookup) as checkout:  # one call at a time reads and updates what is kept
             call = CallPaths(self.workspace.root, checkout)
             files = [call.file(index, hit["path"]) for index, hit in enumerate(checked.hits)]
-            described = checkout.describe([path for path, _ in files], lookup, stats=call.stats)
+            described = checkout.describe(
+                [path for path, _ in files], lookup, stats=call.stats, folders=call.folder_stats
+            )
             # A file typed in another case or normalisation than git's (where the file system
             # takes both for one) is answered under git's spelling, as git and its other hits name it.
-            for index, (path, _) in enumerate(files):
+            for index, (path, _) in enumerate(files) if described.spellings else ():
                 spelled = described.spellings.get(path)
                 answered_as = None if spelled is None else call.inside(spelled)
                 if answered_as is not None:
                     files[index] = (path, answered_as)
         hits = []
+        found = described.facts
         for index, (path, answered_as) in enumerate(files):
-            fact = described.facts[path]
+            fact = found[path]
             if not isinstance(fact, FileFacts):  # it vanished after the check above
                 raise InvalidArguments(f"hits[{index}].path", f"cannot read {quoted(answered_as)} ({fact.strerror})")
-            hit: dict[str, Any] = {"path": answered_as, "matches": checked.hits[index]["matches"]}
-            hit["last_modified_days"] = fact.days
-            if fact.owner is not None:
-                hit["owner"] = fact.owner
+            days, owner = fact
+            hit = {"path": answered_as, "matches": checked.hits[index]["matches"], "last_modified_days": days}
+            if owner is not None:
+                hit["owner"] = owner
             hits.append(hit)
-        return rank({"hits": hits, "limit": checked.limit}), described.notes
+        if len({hit["path"] for hit in hits}) < len(hits):  # (never, the checks above say; if so, worded)
+            return rank({"hits": hits, "limit": checked.limit}), described.notes
+        return ranked(hits, checked.limit, has_integral_floats=checked.has_integral_floats), described.notes
 
 
 class CallPaths:
@@ -195,6 +208,11 @@ class CallPaths:
         self.root = str(root)
         self.repository = checkout.main.base if checkout.main is not None else None
         self.folders: dict[str, str] = {self.root: self.root}
+        self.plain_folders: dict[str, bool] = {}  # relative folder -> whether `_plain` takes it
+        self.folder_stats: dict[str, os.stat_result] = {}  # the lstat of each folder `_plain` looked at
+        # Where `_plain` applies: systems whose one separator is `/` (Windows takes the long way,
+        # for its drives, `\\` and its other spellings).
+        self.prefix = os.path.join(self.root, "") if os.sep == "/" and os.altsep is None else None
         self.identities: dict[str, tuple[int, int] | None] = {}
         self.stats: dict[str, os.stat_result] = {}
         self.seen: dict[tuple[int, int], tuple[int, str]] = {}
@@ -207,27 +225,76 @@ class CallPaths:
         would, each once per call; the file keeps its own name, as git tracks a link by it,
         and a link must point inside too), or in another case where the file system ignores it.
         """
-        where = f"hits[{index}].path"
         problem = name_problem(given)
         if problem is not None:
-            raise InvalidArguments(where, f"{quoted(given)} {problem}")
-        path = located(self.root, given, self.folders)
-        answered_as = self.inside(path)
-        if answered_as is None:
-            raise InvalidArguments(where, self._outside(path))
-        status = self._regular_file(where, given, path)
-        if os.path.split(os.path.join(self.root, given))[1] in ("", ".", ".."):
-            # `a.txt/` and `a.txt/.` name a folder, as the system reads them (ENOTDIR for a file).
-            raise InvalidArguments(where, f"{quoted(given)} is not a folder, and a path that ends so names one")
+            raise InvalidArguments(f"hits[{index}].path", f"{quoted(given)} {problem}")
+        path = self._plain(given)
+        if path is not None:  # the common case: a plain relative path, no link on its way
+            answered_as = given
+            try:
+                status = os.lstat(path)
+            except OSError:
+                status = None
+            if status is None or not stat.S_ISREG(status.st_mode):  # (each case worded there)
+                status = self._regular_file(f"hits[{index}].path", given, path)
+        else:
+            where = f"hits[{index}].path"
+            path = located(self.root, given, self.folders)
+            inside = self.inside(path)
+            if inside is None:
+                raise InvalidArguments(where, self._outside(path))
+            answered_as = inside
+            status = self._regular_file(where, given, path)
+            if os.path.split(os.path.join(self.root, given))[1] in ("", ".", ".."):
+                # `a.txt/` and `a.txt/.` name a folder, as the system reads them (ENOTDIR for a file).
+                raise InvalidArguments(where, f"{quoted(given)} is not a folder, and a path that ends so names one")
         identity = (status.st_dev, status.st_ino)
         if status.st_ino and identity in self.seen:
             first, first_given = self.seen[identity]
             raise InvalidArguments(
-                where, f"{quoted(given)} names the same file as hits[{first}] ({quoted(first_given)})"
+                f"hits[{index}].path", f"{quoted(given)} names the same file as hits[{first}] ({quoted(first_given)})"
             )
         self.seen[identity] = (index, given)
         self.stats[path] = status
         return path, answered_as
+
+    def _plain(self, given: str) -> str | None:
+        """The absolute path of `given` when it is plainly inside: relative, `/`-separated, with
+        no empty, `.` or `..` part, and no link among its folders (each looked at once a call);
+        else None, for `located` and the boundary checks to work out."""
+        if self.prefix is None:
+            return None
+        folder, _, name = given.rpartition("/")
+        if name in ("", ".", "..") or given.startswith("/"):
+            return None
+        if folder and not (self.plain_folders.get(folder) or self._plain_folder(self.prefix, folder)):
+            return None
+        return self.prefix + given
+
+    def _plain_folder(self, prefix: str, folder: str) -> bool:
+        """Whether each part of the relative `folder` is a name (no `.`, `..` or empty part) and
+        no link; the nearest folder already known is found first, then each one below it once."""
+        known = self.plain_folders
+        pending: list[str] = []
+        current = folder
+        while current and current not in known:
+            pending.append(current)
+            current = current.rpartition("/")[0]
+        plain = known.get(current, True)
+        for below in reversed(pending):
+            if plain:
+                plain = below.rpartition("/")[2] not in ("", ".", "..")
+            if plain:
+                path = prefix + below
+                try:
+                    status = os.lstat(path)
+                except (OSError, ValueError):  # (the file's own lstat will say what is wrong)
+                    pass
+                else:
+                    plain = not stat.S_ISLNK(status.st_mode)
+                    self.folder_stats[path] = status
+            known[below] = plain
+        return known[folder]
 
     def place(self, given: str, where: str) -> str:
         """A folder or file to search, as `given` (relative to the workspace, or absolute inside

@@ -9,16 +9,28 @@ involved, never one per file. Both `codescout hits` and `rank_workspace_hits` as
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Final, TypeVar
 
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.git import GitError, GitMissing, NotARepository
 from codescout_mcp.facts.gitfiles import BlockingFile, RepositoryError
-from codescout_mcp.facts.repository import Described, FileFacts, Lookup, NeedsWork, RepositoryFacts
-from codescout_mcp.paths import ancestors, folder_identity, located, relative_inside, relative_to, same_folder_inside
+from codescout_mcp.facts.repository import (
+    STATUS_SLACK_NS,
+    Described,
+    FileFacts,
+    Lookup,
+    NeedsWork,
+    RepositoryFacts,
+)
+from codescout_mcp.paths import changed_ns, folder_identity, located, relative_inside, relative_to, same_folder_inside
 from codescout_mcp.platform import CURRENT, System
 from codescout_mcp.text import shown
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class Checkout:
@@ -58,6 +70,14 @@ class Checkout:
             self._repositories[str(main.base)] = main
         self._plain = RepositoryFacts(base, git=None, warn=warn, system=system)
         self._identities: dict[str, tuple[int, int] | None] = {}
+        # Folders seen to hold no `.git`, with their stat data then (device, inode, modification
+        # and change times): while a folder's stat says the same, no `.git` came into it, for
+        # adding or removing an entry changes both times. Kept only for folders last changed
+        # long enough before the look (STATUS_SLACK_NS) that a coarse clock cannot hide a change.
+        self._without_git: dict[str, tuple[int, int, int, int]] = {}
+        # Each folder's name relative to a repository's base, as a prefix ("" for the base),
+        # where that is a matter of spelling alone.
+        self._prefixes: dict[tuple[str, str], str] = {}
 
     @classmethod
     def open(
@@ -131,54 +151,121 @@ class Checkout:
     # -- the facts
 
     def describe(
-        self, paths: Iterable[str], lookup: Lookup, *, stats: dict[str, os.stat_result] | None = None
+        self,
+        paths: Iterable[str],
+        lookup: Lookup,
+        *,
+        stats: dict[str, os.stat_result] | None = None,
+        folders: dict[str, os.stat_result] | None = None,
     ) -> Described:
         """Days and owner for each resolved absolute path (see RepositoryFacts.describe); the
-        spellings are absolute paths too."""
-        groups: dict[RepositoryFacts, dict[str, str]] = {}
+        spellings are absolute paths too. `stats` may hold the paths' stat data, `folders` that
+        of their folders (`lstat`, taken in this call)."""
+        # For each repository involved: the name of each path in it, and the stat data given.
+        groups: dict[RepositoryFacts, tuple[dict[str, str], dict[str, os.stat_result]]] = {}
         holders: dict[str, RepositoryFacts] = {}  # folder -> the facts for files in it
-        for path in dict.fromkeys(paths):
-            facts = self._holder(os.path.dirname(path), holders, lookup)
-            name = relative_inside(path, str(facts.base), self.system)
-            if name is None and facts.in_git:
-                name = same_folder_inside(path, str(facts.base), self._identities)
-            if name is None:  # the plain folder answers for files anywhere, by their own times
-                name = relative_to(path, str(facts.base), self.system)
-            groups.setdefault(facts, {})[path] = name
+        prefixes: dict[str, str] = {}  # folder -> its name relative to their base, as a prefix
+        given = stats or {}
+        split = self.system.paths.split
+        sep = None if self.system.windows else "/"
+        for path in paths:
+            if sep is not None and 0 < (cut := path.rfind(sep)) < len(path) - 1 and path[cut - 1] != sep:
+                folder, file_name = path[:cut], path[cut + 1 :]  # (what `split` gives, without its cost)
+            else:
+                folder, file_name = split(path)
+            facts = holders.get(folder) or self._holder(folder, holders, lookup, folders or {})
+            if not file_name:  # (a path that ends in a separator: named whole)
+                name = self._name_in(facts, path)
+            else:
+                prefix = prefixes.get(folder)
+                if prefix is None:
+                    prefix = prefixes[folder] = self._prefix_in(facts, folder)
+                name = prefix + file_name
+            group = groups.get(facts)
+            if group is None:
+                group = groups[facts] = ({}, {})
+            group[0][path] = name
+            status = given.get(path)
+            if status is not None:
+                group[1][name] = status
         answers: dict[str, FileFacts | OSError] = {}
         notes: list[str] = []
         spellings: dict[str, str] = {}
-        for facts, names in groups.items():
-            given = {name: stats[path] for path, name in names.items() if stats and path in stats}
-            described = facts.describe(names.values(), lookup, stats=given)
+        for facts, (names, known) in groups.items():
+            described = facts.describe(names.values(), lookup, stats=known)
+            found = described.facts
             for path, name in names.items():
-                answers[path] = described.facts[name]
+                answers[path] = found[name]
+            for path, name in names.items() if described.spellings else ():
                 if name in described.spellings:
                     spellings[path] = os.path.join(facts.base, *described.spellings[name].split("/"))
             notes += described.notes
         return Described(answers, spellings, notes)
 
-    def _holder(self, folder: str, holders: dict[str, RepositoryFacts], lookup: Lookup) -> RepositoryFacts:
-        """The facts for files in `folder`: those of the innermost repository around it."""
-        if folder in holders:
-            return holders[folder]
+    def _prefix_in(self, facts: RepositoryFacts, folder: str) -> str:
+        """`folder`'s name relative to the base of `facts`, as the start of its files' names."""
+        key = (str(facts.base), folder)
+        prefix = self._prefixes.get(key)
+        if prefix is None:
+            by_spelling = relative_inside(folder, key[0], self.system)
+            prefix = _as_prefix(self._name_in(facts, folder) if by_spelling is None else by_spelling or ".")
+            if by_spelling is not None:  # (the rest depend on what the folders are now)
+                _bounded(self._prefixes)[key] = prefix
+        return prefix
+
+    def _name_in(self, facts: RepositoryFacts, path: str) -> str:
+        """`path` relative to the base of `facts`, `/`-separated ("." for the base; `../`, or
+        absolute, outside it)."""
+        name = relative_inside(path, str(facts.base), self.system)
+        if name is None and facts.in_git:
+            name = same_folder_inside(path, str(facts.base), self._identities)
+        if name is None:  # the plain folder answers for files anywhere, by their own times
+            return relative_to(path, str(facts.base), self.system)
+        return name or "."
+
+    def _holder(
+        self, folder: str, holders: dict[str, RepositoryFacts], lookup: Lookup, folders: dict[str, os.stat_result]
+    ) -> RepositoryFacts:
+        """The facts for files in `folder`: those of the innermost repository around it. The
+        walk out stops at the first folder `holders` (this call's) or a repository knows."""
         found: RepositoryFacts | None = None
         passed: list[str] = []
-        for candidate in [folder, *ancestors(folder, self.system)]:
+        dirname = self.system.paths.dirname
+        candidate = self.system.paths.normpath(folder)
+        while True:
             if candidate in holders:
                 found = holders[candidate]
                 break
             passed.append(candidate)
             if candidate in self._repositories:
                 found = self._repositories[candidate]
-            elif os.path.lexists(os.path.join(candidate, ".git")):
+            elif self._has_git(candidate, folders.get(candidate)):
                 found = self._open_inner(candidate, lookup)
-            if found is not None:
+            parent = dirname(candidate)
+            if found is not None or parent == candidate or not parent:
                 break
+            candidate = parent
         holder = found if found is not None else self._plain
+        holders[folder] = holder
         for candidate in passed:
             holders[candidate] = holder
         return holder
+
+    def _has_git(self, folder: str, status: os.stat_result | None) -> bool:
+        """Whether `folder` holds a `.git`; `status`, the folder's `lstat` in this call, if known,
+        spares the look when it says the folder is as it was when none was there."""
+        mark = None if status is None else (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_ctime_ns)
+        if mark is not None and self._without_git.get(folder) == mark:
+            return False
+        if os.path.lexists(os.path.join(folder, ".git")):
+            return True
+        if (
+            mark is not None
+            and status is not None
+            and changed_ns(status, self.system) < time.time_ns() - STATUS_SLACK_NS
+        ):
+            _bounded(self._without_git)[folder] = mark
+        return False
 
     def _met_before(self, root: Path) -> RepositoryFacts | None:
         """A repository met before whose root is the folder `root` under another name: another
@@ -223,3 +310,21 @@ class Checkout:
                 facts.refresh()
         self._repositories[folder] = facts
         return facts
+
+
+def _as_prefix(folder_name: str) -> str:
+    """A folder's name as the start of the names of the files in it ("" for the base itself)."""
+    if folder_name == ".":
+        return ""
+    return folder_name if folder_name.endswith("/") else folder_name + "/"
+
+
+# The most entries a cache kept between calls holds before it starts afresh.
+CACHE_ENTRIES: Final = 200_000
+
+
+def _bounded(cache: dict[K, V]) -> dict[K, V]:
+    """`cache`, emptied first when it is full (a checkout's folders are many, but not without end)."""
+    if len(cache) >= CACHE_ENTRIES:
+        cache.clear()
+    return cache

@@ -38,15 +38,23 @@ def check_for_git(paths: Iterable[Path | str], *, reader: str = "git") -> None:
     the workspace for every other caller. Missing files and folders are git's to judge.
     """
     for path in paths:
-        try:
-            mode = os.stat(path).st_mode
-        except (OSError, ValueError):
-            continue
-        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-            raise BlockingFile(
-                f"{shown(str(path))} is {describe_kind(mode)}, not a regular file, and {reader} would wait on it"
-                + ("; the repository cannot be read" if reader == "git" else "")
-            )
+        stat_for_git(path, reader=reader)
+
+
+def stat_for_git(path: Path | str, *, reader: str = "git") -> os.stat_result | None:
+    """The stat of `path` (following links), None when it cannot be read; BlockingFile (see
+    `check_for_git`) when it is a FIFO or a device."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    mode = info.st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise BlockingFile(
+            f"{shown(str(path))} is {describe_kind(mode)}, not a regular file, and {reader} would wait on it"
+            + ("; the repository cannot be read" if reader == "git" else "")
+        )
+    return info
 
 
 def git_files_around(folder: Path, *, ceilings: tuple[str, ...] = ()) -> list[Path]:

@@ -17,19 +17,24 @@ import math
 import os
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.codeowners import CODEOWNERS_PLACES, CodeOwners, load_codeowners
 from codescout_mcp.facts.git import Git, GitError, open_failure
 from codescout_mcp.facts.gitconfig import check_includes, check_objects, check_values
-from codescout_mcp.facts.gitfiles import RepositoryError, ceiling_folders, check_for_git, git_files_around
+from codescout_mcp.facts.gitfiles import (
+    RepositoryError,
+    ceiling_folders,
+    check_for_git,
+    git_files_around,
+    stat_for_git,
+)
 from codescout_mcp.paths import (
     NotRegular,
-    changed_ns,
     read_regular,
     relative_inside,
 )
@@ -86,12 +91,15 @@ class Described:
         self.notes = notes
 
 
-@dataclass(frozen=True)
-class FileFacts:
+class FileFacts(NamedTuple):
     """What is known of one file: whole days since it last changed, and its owners."""
 
     days: int
     owner: str | None
+
+
+# FileFacts made without the Python frame of its `__new__` (one per file a call describes).
+_facts: Final = partial(tuple.__new__, FileFacts)
 
 
 def whole_days(now: float, then: float) -> int:
@@ -129,12 +137,17 @@ def log_entries(stream: Any, system: System = CURRENT) -> Iterator[tuple[int, by
                     yield when, commit, decode_name(field, system)
 
 
-def _stat_signature(path: Path) -> tuple[int, int, int] | None:
+def _stat_signature(path: Path | str) -> tuple[int, int, int] | None:
     try:
         info = os.stat(path)
     except OSError:
         return None
-    return (info.st_mtime_ns, info.st_size, info.st_ino)
+    return _signature(info)
+
+
+def _signature(info: os.stat_result | None) -> tuple[int, int, int] | None:
+    """What says a file changed: its modification time, size and inode (None: no such file)."""
+    return None if info is None else (info.st_mtime_ns, info.st_size, info.st_ino)
 
 
 class RepositoryFacts:
@@ -177,6 +190,8 @@ class RepositoryFacts:
         self._owners: CodeOwners | None = None
         self._owners_signature: tuple[object, ...] | None = None
         self._config_keys: list[str] = []  # every setting's key, as the last check read them
+        self._watched: dict[str, tuple[str, ...]] = {}  # HEAD's text -> the files `refresh` watches
+        self._codeowners_files = tuple(os.path.join(base, *place.split("/")) for place in CODEOWNERS_PLACES)
         self._forget()
 
     @property
@@ -272,25 +287,35 @@ class RepositoryFacts:
     def _repository_signature(self) -> tuple[object, ...]:
         if self.git_dir is None or self.common_dir is None:
             return ()
-        head = self.git_dir / "HEAD"
+        head = os.path.join(self.git_dir, "HEAD")
         try:
-            data = read_regular(str(head), HEAD_LIMIT)
+            data = read_regular(head, HEAD_LIMIT)
         except NotRegular as error:
-            raise RepositoryError(f"{shown(str(head))} is {error.strerror}; the repository cannot be read") from None
+            raise RepositoryError(f"{shown(head)} is {error.strerror}; the repository cannot be read") from None
         except OSError:
             data = b""
         target = (data or b"").decode("utf-8", "replace").strip()
+        paths = self._watched.get(target)
+        if paths is None:
+            paths = self._watched_files(head, target)
+            self._watched = {target: paths}
+        return (target, *(_signature(stat_for_git(path)) for path in paths))
+
+    def _watched_files(self, head: str, target: str) -> tuple[str, ...]:
+        """The files whose change says the repository moved on, while HEAD holds `target`."""
+        assert self.git_dir is not None and self.common_dir is not None
+        git_dir, common_dir = str(self.git_dir), str(self.common_dir)
         ref = target[5:].strip() if target.startswith("ref: ") else None
         # A branch that lives only in packed-refs is written back to its own file when it
         # moves, so packed-refs itself need not be watched; reftable repositories keep all
         # their refs in tables that tables.list names.
-        paths = [head, self.git_dir / "index", self.common_dir / "shallow"]
-        paths += [self.common_dir / "reftable" / "tables.list"]
+        paths = [head, os.path.join(git_dir, "index"), os.path.join(common_dir, "shallow")]
+        paths += [os.path.join(common_dir, "reftable", "tables.list")]
         if ref is not None:
-            paths += [self.common_dir / ref, self.git_dir / ref]
-        paths += [self.git_dir / "config.worktree", self.common_dir / "config", self.common_dir / "packed-refs"]
-        check_for_git(paths)
-        return (target, *(_stat_signature(path) for path in paths))
+            paths += [str(Path(common_dir) / ref), str(Path(git_dir) / ref)]
+        paths += [os.path.join(git_dir, "config.worktree"), os.path.join(common_dir, "config")]
+        paths += [os.path.join(common_dir, "packed-refs")]
+        return tuple(paths)
 
     # -- the facts
 
@@ -302,16 +327,20 @@ class RepositoryFacts:
         `stats` may hold what `os.stat` already said of some of the paths; the lookup says when
         ages count to, the time git gets in all, and whether only what is known may answer.
         """
-        wanted = list(dict.fromkeys(names))
-        known: dict[str, os.stat_result | OSError] = dict(stats or {})
+        given = stats or {}
+        known: dict[str, os.stat_result | OSError] = {}
         base = os.path.join(self.base, "")
-        for name in wanted:
-            if name not in known:
+        for name in names:
+            if name in known:
+                continue
+            found = given.get(name)
+            if found is None:
                 try:
-                    known[name] = os.stat(os.path.join(base, name))
+                    found = os.stat(os.path.join(base, name))
                 except (OSError, ValueError) as error:
                     known[name] = error if isinstance(error, OSError) else OSError(0, str(error))
-        present = {name: status for name in wanted if not isinstance(status := known[name], OSError)}
+                    continue
+            known[name] = found
         owners = self.codeowners(lookup.cached_only)
         spelled: dict[str, str] = {}
         changed: set[str] = set()
@@ -320,41 +349,44 @@ class RepositoryFacts:
             if lookup.cached_only and self._index is None:
                 raise NeedsWork
             index = self._tracked(lookup)
-            for name, status in present.items():
-                if name not in index:
-                    spelling = self._index_spelling(name, status)
+            tracked: dict[str, os.stat_result] = {}  # by git's name
+            for name, known_status in known.items():
+                if isinstance(known_status, OSError):
+                    continue
+                if name in index:
+                    tracked[name] = known_status
+                else:
+                    spelling = self._index_spelling(name, known_status)
                     if spelling is not None:
                         spelled[name] = spelling
-            tracked = [spelled.get(name, name) for name in present if name in index or name in spelled]
-            tracked_stats = {spelled.get(name, name): status for name, status in present.items()}
-            changed = self._states(tracked, tracked_stats, lookup)
+                        tracked[spelling] = known_status
+            changed = self._states(tracked, lookup)
             commit_times = self._commit_times([name for name in tracked if name not in changed], lookup)
         facts: dict[str, FileFacts | OSError] = {}
         at_boundary = 0
-        for name in wanted:
-            status = known[name]
+        now = lookup.now
+        owner_of = owners.owner_of
+        for name, status in known.items():
             if isinstance(status, OSError):
                 facts[name] = status
                 continue
             tracked_name = spelled.get(name, name)
-            if name == ".." or name.startswith("../") or os.path.isabs(name):  # not in this work tree
-                facts[name] = FileFacts(whole_days(lookup.now, status.st_mtime), None)
-                continue
             if tracked_name in changed:
-                days = 0
+                facts[name] = _facts((0, owner_of(tracked_name)))
             elif tracked_name in commit_times:
-                days = whole_days(lookup.now, commit_times[tracked_name])
+                facts[name] = _facts((whole_days(now, commit_times[tracked_name]), owner_of(tracked_name)))
                 at_boundary += tracked_name in self._at_boundary
+            elif name == ".." or name.startswith("../") or os.path.isabs(name):  # not in this work tree
+                facts[name] = _facts((whole_days(now, status.st_mtime), None))
             else:
-                days = whole_days(lookup.now, status.st_mtime)
-            facts[name] = FileFacts(days, owners.owner_of(tracked_name))
+                facts[name] = _facts((whole_days(now, status.st_mtime), owner_of(tracked_name)))
         return Described(facts, spelled, [self._shallow_note(at_boundary)] if at_boundary else [])
 
     def codeowners(self, cached_only: bool = False) -> CodeOwners:
         """The CODEOWNERS rules, read again only when a CODEOWNERS file changed."""
         if not self.in_git:
             return CodeOwners.empty()
-        signature = tuple(_stat_signature(self.base / place) for place in CODEOWNERS_PLACES)
+        signature = tuple(_stat_signature(path) for path in self._codeowners_files)
         if self._owners is None or signature != self._owners_signature:
             if cached_only:
                 raise NeedsWork
@@ -411,8 +443,8 @@ class RepositoryFacts:
                 return candidate
         return None
 
-    def _states(self, names: list[str], stats: dict[str, os.stat_result], lookup: Lookup) -> set[str]:
-        """Which of these tracked paths have uncommitted changes (staged or not)."""
+    def _states(self, tracked: dict[str, os.stat_result], lookup: Lookup) -> set[str]:
+        """Which of these tracked paths (with their stat data) have uncommitted changes (staged or not)."""
         assert self.git is not None
         if self._status_read_at is None:
             if lookup.cached_only:
@@ -423,19 +455,26 @@ class RepositoryFacts:
         changed: set[str] = set()
         again: list[str] = []
         signatures: dict[str, tuple[int, ...]] = {}
-        for name in names:
-            read_at, is_changed = self._rechecked.get(name, (self._status_read_at, name in self._changed))
-            status = stats[name]
+        reused, rechecked, earlier = self._status_reused, self._rechecked, self._signatures
+        # A file that changed within the slack of the status read is asked about again.
+        since = self._status_read_at - STATUS_SLACK_NS
+        ctime_tells = not self.system.ctime_is_birth  # (as `paths.changed_ns` reads a stat)
+        for name, status in tracked.items():
             # What git itself compares: an edit that puts the old modification time back still
             # changes the size or the inode (and where st_ctime is the creation time, Windows,
             # the times alone would miss it).
-            signatures[name] = (status.st_size, status.st_mtime_ns, status.st_ino, status.st_dev)
-            known = self._signatures.get(name, signatures[name])
-            if self._status_reused and (
-                changed_ns(status, self.system) >= read_at - STATUS_SLACK_NS or known != signatures[name]
-            ):
-                again.append(name)
-            elif is_changed:
+            signature = signatures[name] = (status.st_size, status.st_mtime_ns, status.st_ino, status.st_dev)
+            read_again = rechecked.get(name)
+            if reused:
+                after = since if read_again is None else read_again[0] - STATUS_SLACK_NS
+                if (
+                    status.st_mtime_ns >= after
+                    or (ctime_tells and status.st_ctime_ns >= after)
+                    or earlier.get(name, signature) != signature
+                ):
+                    again.append(name)
+                    continue
+            if name in self._changed if read_again is None else read_again[1]:
                 changed.add(name)
         if again:
             if lookup.cached_only:

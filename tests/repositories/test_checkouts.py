@@ -296,3 +296,39 @@ def test_a_plain_folder_that_becomes_a_repository_is_read_as_one(tmp_path: Path)
     plain, repository = anyio.run(scenario)
     assert plain == (0, None)
     assert repository[0] > 9000 and repository[1] == "@team"
+
+
+def test_a_repository_made_around_a_folder_between_two_calls_answers_in_the_next(tmp_path: Path) -> None:
+    # The server remembers which folders held no `.git` (by their stat data), so a repeat call
+    # looks at no folder twice; a `git init` changes its folder, and the next call must see it.
+    import time
+
+    import anyio
+    from mcp import Client
+
+    from codescout_mcp.server import build_server
+
+    r = Repo(tmp_path / "project")
+    r.write("vendor/lib/src/x.c", "x\n")
+    r.write("CODEOWNERS", "* @outer\n")
+    r.commit("2020-01-01T00:00:00Z", "vendor/lib/src/x.c", "CODEOWNERS")
+    time.sleep(1.2)  # older than the slack for coarse clocks, so that what was seen is remembered
+    hit = {"hits": [{"path": "vendor/lib/src/x.c", "matches": 1}]}
+
+    async def scenario() -> list[tuple[int, str | None]]:
+        seen = []
+        async with Client(build_server(workspace=str(r.root)), mode="legacy") as client:
+            for step in ("outer", "outer again", "nested"):
+                if step == "nested":
+                    nested = Repo(r.root / "vendor" / "lib")
+                    nested.write("CODEOWNERS", "* @nested\n")
+                    nested.commit("2000-01-01T00:00:00Z", "src/x.c", "CODEOWNERS")
+                result = await client.call_tool(WORKSPACE_TOOL_NAME, hit)
+                assert result.structured_content is not None, result
+                first = result.structured_content["results"][0]
+                seen.append((first["last_modified_days"], first["owner"]))
+        return seen
+
+    outer, again, nested = anyio.run(scenario)
+    assert outer == again and outer[1] == "@outer"
+    assert nested[1] == "@nested" and nested[0] - outer[0] == 7305  # 2000-01-01 to 2020-01-01

@@ -217,3 +217,38 @@ def test_a_missing_path_says_nothing_of_what_exists_around_the_workspace(tmp_pat
     results = stdio_caller(layout.workspace)([".ssh/id_rsa", ".ssh/absent"])
     said = [results[path]["content"][0]["text"].replace(path, "PATH") for path in (".ssh/id_rsa", ".ssh/absent")]
     assert said[0] == said[1], said
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_folder_swapped_for_a_link_out_between_two_calls_is_refused_in_the_next(tmp_path: Path, kind: str) -> None:
+    """Each call looks at the folders on a path afresh: one found plain in a call is not taken on trust
+    in the next."""
+    import anyio
+    from mcp import Client
+
+    from codescout_mcp.server import build_server
+
+    layout = make_layout(tmp_path, kind)
+    ws = layout.workspace
+    (ws.parent / "elsewhere").mkdir()
+    (ws.parent / "elsewhere" / "readme.md").write_text("secret\n", encoding="utf-8")
+    hit = {"hits": [{"path": "docs/readme.md", "matches": 1}]}
+
+    async def scenario() -> list[Any]:
+        said = []
+        async with Client(build_server(workspace=str(ws)), mode="legacy") as client:
+            for step in ("folder", "link"):
+                if step == "link":
+                    (ws / "docs").rename(ws / "docs-before")
+                    (ws / "docs").symlink_to(ws.parent / "elsewhere")
+                result = await client.call_tool("rank_workspace_hits", hit)
+                said.append(result.content[0].text if result.is_error else result.structured_content)  # type: ignore[union-attr]
+        return said
+
+    before, after = anyio.run(scenario)
+    assert before["results"][0]["path"] == "docs/readme.md"
+    words = f"outside the workspace {ws}"
+    if layout.repository is not None:
+        repository = layout.repository
+        words += f"; the workspace is a folder inside the repository {repository}: pass --workspace {repository}"
+    assert after == f"hits[0].path: {words}"

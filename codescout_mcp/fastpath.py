@@ -141,10 +141,14 @@ def decoder() -> Any:
     return _decoder
 
 
-def ranked(holder: list[bytes]) -> dict[str, Any] | None:
+def ranked(holder: list[bytes], *, keep: list[object] | None = None) -> dict[str, Any] | None:
     """The ranking of the arguments in `holder`'s one element, or None where the precise path must
     read them. Once the structs exist the bytes are taken out of `holder` and released;
-    InvalidArguments for a repeated path, in `validate`'s words."""
+    InvalidArguments for a repeated path, in `validate`'s words.
+
+    With `keep`, what was built to get there (a million structs and a set of their paths) is put
+    in it rather than freed: a command that ends the process next (`os._exit`) is spared freeing
+    each object in turn."""
     data = holder[0]
     if data.startswith(codecs.BOM_UTF8) or not _room_for(ROOM_FACTOR * len(data)):
         return None
@@ -158,8 +162,10 @@ def ranked(holder: list[bytes]) -> dict[str, Any] | None:
     from codescout_mcp.validate import duplicate_error
 
     hits = arguments.hits
-    paths = list(map(_PATH, hits))
-    if len(set(paths)) != len(paths):
-        raise duplicate_error(paths)
-    del paths
+    seen = set(map(_PATH, hits))
+    if len(seen) != len(hits):
+        raise duplicate_error(list(map(_PATH, hits)))
+    if keep is not None:
+        keep += (arguments, seen)
+    del seen
     return ranked_structs(hits, arguments.limit)

@@ -62,6 +62,10 @@ def run_rank(name: str, max_input_bytes: int) -> int:
     return EXIT_OK
 
 
+# What the fast path built, left for the process's end to free (`cli_streams.leave`: os._exit).
+_KEPT: list[object] = []
+
+
 def _ranked(data: bytes, source: str) -> Any:
     """The ranking of the arguments in `data`: a large input decoded into checked structs by msgspec
     where it is sure of it (`fastpath`), anything else read precisely and checked by `validate`.
@@ -74,7 +78,7 @@ def _ranked(data: bytes, source: str) -> Any:
 
         holder = [data]
         del data
-        answer = ranked(holder)
+        answer = ranked(holder, keep=_KEPT)
         if answer is not None:
             return answer
         data = holder.pop()

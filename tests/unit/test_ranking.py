@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import random
+from typing import Any
+
 import pytest
 
-from codescout_mcp import rank
-from tests.helpers import ECMASCRIPT_TRIMMED
+from codescout_mcp import fastpath, rank
+from codescout_mcp.ranking import SAMPLE
+from tests.helpers import ECMASCRIPT_TRIMMED, as_json, reference_rank
 
 NOT_TRIMMED = ["\u0085", "\u180e", "\u200b", "\u2060", "\u001c", "\u001f", "\u00ad", "x"]
 
@@ -67,3 +72,50 @@ def test_the_best_hit_is_found_when_more_matches_score_less() -> None:
     for limit in (1, 2):
         ranked = rank({"hits": hits, "limit": limit})["results"]
         assert [(entry["path"], entry["score"]) for entry in ranked] == [("today.py", 100), ("older.py", 99)][:limit]
+
+
+# --- the top of many hits: sieves that must never lose a hit of the top --------------------------
+
+
+def _shaped(shape: str, count: int, step: int) -> list[dict[str, Any]]:
+    """`count` hits laid out to test `ranking._reaching`'s sieves (`step`: its sampling stride)."""
+    rnd = random.Random(shape)
+    hits: list[dict[str, Any]] = []
+    for i in range(count):
+        if shape == "random":
+            matches, days = rnd.randint(1, 60), rnd.randint(0, 3000)
+        elif shape == "matches alike":  # the matches sieve lets every hit through
+            matches, days = 7, rnd.randint(0, 3000)
+        elif shape == "ascending":
+            matches, days = 1 + i * 60 // count, rnd.randint(0, 99)
+        elif shape == "descending":
+            matches, days = 60 - i * 60 // count, rnd.randint(0, 99)
+        elif shape == "top between samples":  # the best hits lie where the sample never looks
+            best = i % step == 1 and i < 40 * step
+            matches, days = (59, rnd.randint(0, 40)) if best else (59, 50 + rnd.randint(0, 40))
+        elif shape == "floor on a hundred":  # the sample's floor is 5,900: 59 matches, 0 days reach it
+            matches, days = (59, 0) if i % step == 1 else (60, 100 + rnd.randint(0, 3))
+        elif shape == "ties at the floor":  # thousands of hits share each score: matches, days, path decide
+            matches = rnd.choice([3, 4])
+            days = 100 * (matches - 3)
+        elif shape == "negative":
+            matches, days = rnd.randint(1, 3), rnd.randint(10**6, 10**6 + 500)
+        else:
+            raise AssertionError(shape)
+        hits.append({"path": f"p/{rnd.random():.17f}/{i}", "matches": matches, "last_modified_days": days})
+    return hits
+
+
+SHAPES = ["random", "matches alike", "ascending", "descending", "top between samples", "floor on a hundred",
+          "ties at the floor", "negative"]  # fmt: skip
+
+
+@pytest.mark.parametrize("limit", [1, 10, SAMPLE // 16, SAMPLE // 16 + 1])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_top_of_many_hits_is_the_spec_s_whatever_their_shape(shape: str, limit: int) -> None:
+    count = 4 * SAMPLE + 123  # enough for the sample-based sieves to run
+    hits = _shaped(shape, count, count // SAMPLE)
+    arguments = {"hits": hits, "limit": limit}
+    expected = as_json(reference_rank(arguments))
+    assert as_json(rank(arguments)) == expected  # the dicts' path
+    assert as_json(fastpath.ranked([json.dumps(arguments).encode()])) == expected  # the structs' path

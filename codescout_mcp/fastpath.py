@@ -33,9 +33,13 @@ msgspec mostly raises MemoryError, but not always: the suite's cap tests crashed
 any, leaves ROOM_FACTOR times the input's size free (its peak is about 2.4 times). The input's
 bytes are released as soon as the structs exist.
 
+Both fronts use it: `codescout rank` for a file (`ranked`), and the MCP transports for a
+whole `tools/call` of the rank tool (`call_message`, through `jsonrpc.fast_call`), whose
+arguments reach the tool `Decoded`; the envelope's `_meta` is read by the precise path's reader.
+
 The suite holds the two paths to the same answer and the same error on generated and mutated
-inputs (tests/unit/test_fastpath.py). Only inputs of FAST_BYTES or more come here: importing
-msgspec and building the structs costs more than it saves on a small input.
+inputs and messages (tests/unit/test_fastpath.py). Only inputs of FAST_BYTES or more come
+here: importing msgspec and building the structs costs more than it saves on a small input.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from __future__ import annotations
 import codecs
 from operator import attrgetter
 
-from codescout_mcp.contract import INPUT_SCHEMA
+from codescout_mcp.contract import INPUT_SCHEMA, TOOL_NAME
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
@@ -61,6 +65,7 @@ _KEYWORDS: Final = frozenset({"type", "properties", "required", "minimum", "minL
 _ANNOTATIONS: Final = frozenset({"description", "title", "default"})
 
 _decoder: Any = None
+_call: Any = None
 _PATH: Final = attrgetter("path")
 
 
@@ -141,6 +146,109 @@ def decoder() -> Any:
     return _decoder
 
 
+def _call_decoder() -> Any:
+    """The decoder of a whole JSON-RPC `tools/call` of the rank tool, its arguments the structs above."""
+    global _call  # built on first use, as `decoder`
+    if _call is None:
+        from typing import Literal
+
+        import msgspec
+
+        fields: list[Any] = [("name", Literal[TOOL_NAME]), ("arguments", _type_for(INPUT_SCHEMA, "arguments"))]
+        fields.append(("meta", msgspec.Raw | msgspec.UnsetType, msgspec.UNSET))
+        params = msgspec.defstruct("Params", fields, rename={"meta": "_meta"}, forbid_unknown_fields=True, gc=False)
+        envelope: list[Any] = [("jsonrpc", Literal["2.0"]), ("id", int | str), ("method", Literal["tools/call"])]
+        envelope.append(("params", params))
+        _call = msgspec.json.Decoder(msgspec.defstruct("Call", envelope, forbid_unknown_fields=True, gc=False))
+    return _call
+
+
+class Decoded:
+    """A call's arguments as the fast path decoded them: checked structs, which the rank tool ranks
+    as they are (`rank_decoded`). Whatever else must see them as JSON values asks for `plain()`."""
+
+    __slots__ = ("arguments",)
+
+    def __init__(self, arguments: Any) -> None:
+        self.arguments = arguments
+
+    @property
+    def hit_count(self) -> int:
+        return len(self.arguments.hits)
+
+    def plain(self) -> dict[str, Any]:
+        """The arguments as the precise path reads them: dicts, lists, strings and integers."""
+        import msgspec
+
+        plain: dict[str, Any] = msgspec.to_builtins(self.arguments)  # (an absent owner stays absent)
+        return plain
+
+
+def call_message(data: bytes) -> dict[str, Any] | None:
+    """A JSON-RPC `tools/call` of the rank tool, read from `data` by msgspec: the message as the
+    precise path would read it, its arguments `Decoded`. None for anything else (another method,
+    tool or shape, a flaw anywhere), and wherever the precise path must read it: it then reads
+    `data` as it would have. A `_meta` is read by the precise path whatever its size.
+
+    (The caller lets go of `data` once it is done with the message: the structs hold no part of it.)
+    """
+    if data.startswith(codecs.BOM_UTF8) or not _room_for(ROOM_FACTOR * len(data)):
+        return None
+    try:
+        call = _call_decoder().decode(data)
+    except (ValueError, RecursionError):  # as in `ranked`
+        return None
+    params: dict[str, Any] = {"name": call.params.name, "arguments": Decoded(call.params.arguments)}
+    if not isinstance(call.params.meta, _unset_type()):
+        meta = _meta(bytes(call.params.meta))
+        if meta is None:
+            return None
+        params["_meta"] = meta
+    return {"jsonrpc": call.jsonrpc, "id": call.id, "method": call.method, "params": params}
+
+
+# A `_meta` (a few hundred bytes from every host) is read here only up to this size and depth;
+# past them the whole message is the precise path's, so that how deep it may nest is decided
+# in one place, whatever the Python stack around the reader.
+META_BYTES: Final = 64 * 1024
+META_DEPTH: Final = 32
+
+
+def _meta(data: bytes) -> Any:
+    """A `_meta` read by the precise path's reader, or None where the whole message must be."""
+    from codescout_mcp.jsontext import JsonTextError, parse_json
+
+    if len(data) > META_BYTES:
+        return None
+    try:
+        value = parse_json(data, "")
+    except JsonTextError:
+        return None
+    level, depth = [value], 0
+    while level:
+        depth += 1
+        if depth > META_DEPTH:
+            return None
+        level = [
+            inner
+            for outer in level
+            for inner in (outer.values() if isinstance(outer, dict) else outer if isinstance(outer, list) else ())
+            if isinstance(inner, (dict, list))
+        ]
+    return value
+
+
+def _unset_type() -> type:
+    import msgspec
+
+    return msgspec.UnsetType
+
+
+def rank_decoded(decoded: Decoded) -> dict[str, Any]:
+    """The ranking of decoded arguments; InvalidArguments for a repeated path, in `validate`'s words."""
+    return _ranking(decoded.arguments, None)
+
+
 def ranked(holder: list[bytes], *, keep: list[object] | None = None) -> dict[str, Any] | None:
     """The ranking of the arguments in `holder`'s one element, or None where the precise path must
     read them. Once the structs exist the bytes are taken out of `holder` and released;
@@ -158,6 +266,10 @@ def ranked(holder: list[bytes], *, keep: list[object] | None = None) -> dict[str
         return None
     del data
     holder.clear()
+    return _ranking(arguments, keep)
+
+
+def _ranking(arguments: Any, keep: list[object] | None) -> dict[str, Any]:
     from codescout_mcp.ranking import ranked_structs
     from codescout_mcp.validate import duplicate_error
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from codescout_mcp.answers import catalog, words
 from codescout_mcp.answers.door import Door
 from codescout_mcp.contract import TOOL_NAME
+from codescout_mcp.fastpath import Decoded, rank_decoded
 from codescout_mcp.limits import OFFLOAD_HITS
 from codescout_mcp.protocol import instructions
 
@@ -26,15 +27,19 @@ class RankTool:
     name: Final = TOOL_NAME
     definition: Final = catalog.RANK_TOOL
 
-    def heavy(self, arguments: dict[str, Any]) -> bool:
+    def heavy(self, arguments: dict[str, Any] | Decoded) -> bool:
+        if isinstance(arguments, Decoded):
+            return arguments.hit_count > OFFLOAD_HITS
         hits = arguments.get("hits")
         return isinstance(hits, list) and len(hits) > OFFLOAD_HITS
 
-    def call(self, arguments: dict[str, Any], *, cached_only: bool = False) -> dict[str, Any]:
+    def call(self, arguments: dict[str, Any] | Decoded, *, cached_only: bool = False) -> dict[str, Any]:
         from codescout_mcp.ranking import rank
         from codescout_mcp.validate import InvalidArguments
 
         try:
+            if isinstance(arguments, Decoded):  # a large call, read by the fast path (`fastpath`)
+                return words.tool_result(rank_decoded(arguments))
             return words.tool_result(rank(arguments))
         except InvalidArguments as error:
             return words.tool_error(str(error))

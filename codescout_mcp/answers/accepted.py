@@ -8,6 +8,7 @@ host's first requests, and the calls of codescout's own tools. Standard library 
 
 from __future__ import annotations
 
+from codescout_mcp.fastpath import Decoded
 from codescout_mcp.protocol import MODERN_VERSIONS
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
@@ -155,11 +156,12 @@ def opens_modern(message: dict[str, Any]) -> bool:
 
 
 def call_params(params: object, names: Collection[str], *, modern: bool) -> bool:
-    """`tools/call` params naming one of `names`, with object arguments, of a shape the SDK takes
-    (nothing but name, arguments and `_meta`; at a handshake version, no 2026-07-28 envelope)."""
+    """`tools/call` params naming one of `names`, with object arguments (or arguments the fast path
+    decoded from one), of a shape the SDK takes (nothing but name, arguments and `_meta`; at a
+    handshake version, no 2026-07-28 envelope)."""
     if not isinstance(params, dict) or not set(params) <= {"name", "arguments", "_meta"}:
         return False
-    if params.get("name") not in names or not isinstance(params.get("arguments", {}), dict):
+    if params.get("name") not in names or not isinstance(params.get("arguments", {}), (dict, Decoded)):
         return False
     if modern:
         return modern_meta(params.get("_meta"))

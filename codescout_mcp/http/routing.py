@@ -35,7 +35,16 @@ from codescout_mcp.http.asgi import (
 )
 from codescout_mcp.http.budget import BudgetedSend
 from codescout_mcp.http.exchange import batch_answer, encoded, exchange, modern_checks_pass
-from codescout_mcp.jsonrpc import Refusal, Unanswerable, check_batch, check_envelope, decoded, parsed, to_message
+from codescout_mcp.jsonrpc import (
+    Refusal,
+    Unanswerable,
+    check_batch,
+    check_envelope,
+    decoded,
+    fast_call,
+    parsed,
+    to_message,
+)
 from codescout_mcp.protocol import BATCH_VERSIONS
 
 logger = logging.getLogger("codescout")
@@ -61,14 +70,18 @@ class Router:
         """A request at a 2025 version: one message, or a batch of them at 2025-03-26."""
         # The body's bytes, its text and its parsed value are never all alive at once: each
         # goes as soon as the next is made (this frame holds the only references to them).
-        try:
-            text = decoded(body)
+        value: object = fast_call(body)
+        if value is None:
+            try:
+                text = decoded(body)
+                del body
+                value = parsed(text)
+                del text
+            except Refusal as refusal:
+                await respond(send, 400, refusal.reply(), json_body=True)
+                return
+        else:
             del body
-            value = parsed(text)
-            del text
-        except Refusal as refusal:
-            await respond(send, 400, refusal.reply(), json_body=True)
-            return
         if isinstance(value, list) and version in BATCH_VERSIONS:
             await self._serve_batch(value, version, receive, send)
             return
@@ -141,7 +154,7 @@ class Router:
         -32600 and `id: null`; here such a body gets its own error, as at the other versions.)
         """
         try:
-            checked = check_envelope(parsed(decoded(body)))
+            checked = check_envelope(fast_call(body) or parsed(decoded(body)))
         except Refusal as refusal:
             await respond(send, 400, refusal.reply(), json_body=True)
             return

@@ -138,6 +138,7 @@ class EarlyAnswers:
                 self.backlog.append(EOF)
                 continue
             self._take(item)
+            del item  # (its bytes go now, not when the next line comes: see relay.py)
         return "stopped"
 
     def waiting_requests(self) -> list[dict[str, Any]]:

@@ -254,13 +254,17 @@ class _Relay:
                 async for item in raw:
                     if item is EOF:
                         break
+                    size = len(item.data) if isinstance(item, Line) else 0
                     try:
                         value = value_of(item, self.reader.framer.limit)  # type: ignore[arg-type]
                     except Refusal as refusal:
                         self._refuse(refusal)
                         continue
+                    # The line's bytes go now, not when the next line comes: a call read from them
+                    # holds none of them (a fast-path call's structs, a parsed value's strings).
+                    del item
                     if value is not BLANK:
-                        await self._handle(value, to_server, size=len(item.data) if isinstance(item, Line) else 0)
+                        await self._handle(value, to_server, size=size)
             self.input_ended = True
             self._settle_check()
             if self.pending and self.writer.reader_gone():

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
 from codescout_mcp.answers.door import Call, Session
+from codescout_mcp.fastpath import FAST_BYTES
 from codescout_mcp.http.exchange import encoded, exchange
 from codescout_mcp.jsonrpc import check_envelope, encode, to_message
 from codescout_mcp.server import build_server
@@ -388,6 +389,37 @@ def test_a_cancel_naming_another_id_leaves_a_direct_call_answered() -> None:
     assert answers["2"]["result"]["structuredContent"]["counts"] == {"hits": 20_000, "returned": 3}
 
 
+def over_fast_bytes(version: str | None, rid: Any, *, duplicate: bool = False, meta: Any = None) -> dict[str, Any]:
+    """A call whose line is over FAST_BYTES, so that the fast path reads it (`fastpath.call_message`)."""
+    hits = big_hits(40_000)
+    if duplicate:
+        hits[-1] = {**hits[-1], "path": hits[7]["path"]}
+    message = call(rid, params_of({"hits": hits, "limit": 5}, meta), version)
+    assert len(json.dumps(message)) > FAST_BYTES
+    return message
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", None], ids=lambda v: v or "2026-07-28")
+def test_calls_over_two_mib_are_answered_as_the_sdk_does(version: str | None) -> None:
+    """Such calls are read by the fast path; the SDK (the door shut) gets them as JSON values."""
+    lines = [
+        *opening(version),
+        over_fast_bytes(version, 1),
+        over_fast_bytes(version, "dup", duplicate=True),
+        over_fast_bytes(version, 3, meta={"progressToken": "t"}),
+    ]
+    if version is not None:
+        lines.insert(0, over_fast_bytes(version, "early"))  # before the handshake: the SDK's to refuse
+    ours, theirs = by_id(converse(lines)), by_id(converse(lines, ours=False))
+    assert ours == theirs
+    assert ours["1"]["result"]["structuredContent"]["counts"] == {"hits": 40_000, "returned": 5}
+    assert ours['"dup"']["result"]["content"][0]["text"] == (
+        'hits[39999].path: duplicate path "src/0000007.py", first given at hits[7]'
+    )
+    if version is not None:
+        assert "error" in ours['"early"']
+
+
 def test_many_large_direct_calls_at_once_are_each_answered(tmp_path: Path) -> None:
     hits = big_hits(8_000)
     lines = [*opening("2025-11-25")] + [call(n, params_of({"hits": hits, "limit": 1}), "2025-11-25") for n in range(12)]
@@ -476,6 +508,23 @@ def test_a_2026_07_28_call_over_http_is_answered_as_the_sdk_does(http_server: Ru
                 "version": wanted["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["version"],
             }
         }
+
+
+def test_calls_over_two_mib_over_http_are_answered_as_the_sdk_does(http_server: RunningServer) -> None:
+    handshake = [over_fast_bytes("2025-11-25", 1), over_fast_bytes("2025-11-25", 2, duplicate=True)]
+    for message, wanted in zip(handshake, exchanged("2025-11-25", handshake), strict=True):
+        status, body = http_server.post(encode(message), {"MCP-Protocol-Version": "2025-11-25"})
+        assert (status, json.loads(body)) == (200, wanted)
+    # With the 2026-07-28 envelope at a handshake version: the SDK's, from the JSON values.
+    enveloped = over_fast_bytes("2025-11-25", 3, meta=MODERN_META)
+    status, body = http_server.post(encode(enveloped))
+    assert json.loads(body) == exchanged("2025-11-25", [enveloped])[0]
+    modern = [over_fast_bytes(None, 4), over_fast_bytes(None, 5, duplicate=True)]
+    for message, wanted in zip(modern, sdk_answers(None, modern), strict=True):
+        status, body = http_server.post(encode(message), MODERN_HEADERS)
+        assert (status, json.loads(body)) == (200, wanted)
+    status, body = http_server.post(encode(modern[0]), {**MODERN_HEADERS, "Mcp-Name": "nope"})
+    assert status == 400 and json.loads(body)["id"] == 4  # headers that disagree: the SDK's own entry, from the body
 
 
 @pytest.mark.parametrize(

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from codescout_mcp import fastpath
+from codescout_mcp.contract import TOOL_NAME
 from codescout_mcp.jsontext import JsonTextError, parse_json
 from codescout_mcp.ranking import rank
 from codescout_mcp.validate import InvalidArguments
@@ -398,3 +399,161 @@ def test_the_floor_of_the_top_k_is_the_scores_own() -> None:
     answer = fast(json.dumps({"hits": [many, few], "limit": 1}).encode())
     assert answer == precise(json.dumps({"hits": [many, few], "limit": 1}).encode())
     assert [row["path"] for row in answer["results"]] == ["few"]
+
+
+# --- whole tools/call messages (the MCP fronts' large calls) -----------------------------------------
+
+MODERN = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def answered(envelope: dict[str, Any]) -> Any:
+    """What the door does with a checked envelope in a fresh initialized session: the answer, or
+    None (the SDK's), at 2026-07-28 when it carries that era's `_meta`, else at 2025-11-25."""
+    from codescout_mcp.answers.door import Call, Session
+    from codescout_mcp.toolbox import Offer
+
+    meta = envelope.get("params", {}).get("_meta") if isinstance(envelope.get("params"), dict) else None
+    modern = isinstance(meta, dict) and "io.modelcontextprotocol/protocolVersion" in meta
+    route = Offer().door().route(envelope, Session.stateless(None if modern else "2025-11-25"))
+    return json.loads(json.dumps(route.run())) if isinstance(route, Call) else None
+
+
+def message_agrees(data: bytes) -> bool:
+    """Whether the fast path read the message (and then: as the precise path reads it, with the
+    same answer through the door); the precise path's refusals stay its own."""
+    from codescout_mcp.fastpath import Decoded
+    from codescout_mcp.jsonrpc import Refusal, check_envelope, decoded, parsed
+
+    fast_message = fastpath.call_message(data)
+    if fast_message is None:
+        return False
+    try:
+        precise_message = check_envelope(parsed(decoded(data)))
+    except Refusal as refusal:
+        raise AssertionError(f"the fast path read what the precise one refuses: {refusal.message}") from None
+    fast_arguments = fast_message["params"]["arguments"]
+    assert isinstance(fast_arguments, Decoded)
+    plain = fast_arguments.plain()
+    precise_arguments = precise_message["params"]["arguments"]
+    assert plain == {"limit": 10, **precise_arguments} or plain == precise_arguments
+    same = {**fast_message, "params": {**fast_message["params"], "arguments": precise_arguments}}
+    assert same == precise_message  # id, method, name and _meta (whose key order is kept, as read)
+    if "_meta" in same["params"]:
+        assert json.dumps(same["params"]["_meta"]) == json.dumps(precise_message["params"]["_meta"])
+    assert answered(fast_message) == answered(precise_message)
+    assert answered(check_envelope(fast_message)) == answered(fast_message)
+    return True
+
+
+# Ids and `_meta`s the fast path reads, and ones it leaves to the precise path.
+GOOD_IDS = st.sampled_from(["1", "-7", '"a"', '""', "9223372036854775807"])
+IDS = st.one_of(GOOD_IDS, st.sampled_from(['"\\ud800"', "9223372036854775808", "1" + "0" * 30, "1.0", "true", "null"]))
+GOOD_METAS = st.sampled_from([None, "{}", '{"progressToken": 3}', '{"progressToken": "p", "x": [1, {"y": null}]}',
+                              json.dumps(MODERN), json.dumps({**MODERN, "progressToken": 1})])  # fmt: skip
+METAS = st.one_of(
+    GOOD_METAS,
+    st.sampled_from(['{"progressToken": 1.5}', '{"a": NaN}', '{"a": "\\udc00"}', '{"a": ' + "[" * 40 + "]" * 40 + "}",
+                     '{"a": 1' + "0" * 5000 + "}", '{"a": "\xff"}', "[]", "null", '"m"']),
+)  # fmt: skip
+NAMES = st.sampled_from(['"rank_workspace_hits"', "3", "null"])
+VERSIONS = st.sampled_from(['"1.0"', "2", '"2.0 "'])
+METHODS = st.sampled_from(['"ping"', '"tools/cal"', "1"])
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> bytes:
+    """`tools/call` messages of the rank tool, well formed in half of them, with one flaw or more of the
+    envelope's in the rest (and, anywhere, whatever `well_formed` and METAS hold)."""
+    flawed = draw(st.booleans())
+
+    def part(good: str, bad: st.SearchStrategy[str]) -> str:
+        return draw(bad) if flawed and draw(st.integers(0, 3)) == 0 else good
+
+    params = [f'"name": {part(json.dumps(TOOL_NAME), NAMES)}', f'"arguments": {draw(well_formed()).decode()}']
+    meta = draw(METAS if flawed else GOOD_METAS)
+    if meta is not None:
+        params.append(f'"_meta": {meta}')
+    if flawed and draw(st.integers(0, 5)) == 0:
+        params.append('"extra": 1')
+    draw(st.randoms()).shuffle(params)
+    fields = [f'"jsonrpc": {part(json.dumps("2.0"), VERSIONS)}', f'"method": {part(json.dumps("tools/call"), METHODS)}']
+    fields.append('"params": {' + ", ".join(params) + "}")
+    if not flawed or draw(st.integers(0, 5)):
+        fields.append(f'"id": {draw(IDS if flawed else GOOD_IDS)}')
+    if flawed and draw(st.integers(0, 5)) == 0:
+        fields.append('"extra": {}')
+    draw(st.randoms()).shuffle(fields)
+    return ("{" + ", ".join(fields) + "}").encode("utf-8", "surrogatepass")
+
+
+@given(messages())
+def test_a_call_the_fast_path_reads_is_the_precise_paths_to_the_last_byte(data: bytes) -> None:
+    event("the fast path read it" if message_agrees(data) else "the precise path's")
+
+
+def test_the_generated_calls_are_mostly_the_fast_paths_own() -> None:
+    """The two tests above prove something only where the fast path reads the call: most well-formed ones."""
+    taken = []
+
+    @settings(max_examples=200, derandomize=True)
+    @given(messages())
+    def count(data: bytes) -> None:
+        taken.append(fastpath.call_message(data) is not None)
+
+    count()
+    assert sum(taken) >= len(taken) // 3, f"{sum(taken)} of {len(taken)}"
+
+
+@given(messages(), st.integers(0, 2000), st.integers(0, 255))
+def test_a_mutated_byte_in_a_call_never_makes_the_two_paths_disagree(data: bytes, where: int, byte: int) -> None:
+    index = where % len(data)
+    message_agrees(data[:index] + bytes([byte]) + data[index + 1 :])
+
+
+CALL: dict[str, Any] = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "rank_search_results"}}
+GOOD = {"hits": [{"path": "a", "matches": 2, "last_modified_days": 1}]}
+NESTED: list[Any] = []
+for _ in range(fastpath.META_DEPTH):
+    NESTED = [NESTED]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"arguments": {"hits": [{"path": "a", "matches": 2, "last_modified_days": 1}]}},
+        {"arguments": {"hits": [{"path": "a", "matches": 2, "last_modified_days": 1}]}, "_meta": {"progressToken": 1}},
+        {"arguments": {"hits": [{"path": "a", "matches": 2, "last_modified_days": 1}], "limit": 1}, "_meta": MODERN},
+        {"arguments": {"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}] * 2}},  # a repeated path
+    ],
+)
+def test_the_fast_path_reads_the_calls_it_is_for(params: dict[str, Any]) -> None:
+    assert message_agrees(json.dumps({**CALL, "params": {**CALL["params"], **params}}).encode())
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {**CALL, "params": {"name": "rank_search_results"}},  # no arguments: the contract's error, worded
+        {**CALL, "params": {**CALL["params"], "arguments": GOOD}, "id": None},
+        {**CALL, "params": {**CALL["params"], "arguments": GOOD}, "id": 1.0},
+        {key: value for key, value in {**CALL, "params": {**CALL["params"], "arguments": GOOD}}.items() if key != "id"},
+        {**CALL, "params": {**CALL["params"], "arguments": GOOD}, "method": "tools/list"},
+        {**CALL, "params": {"name": "rank_workspace_hits", "arguments": GOOD}},
+        {**CALL, "params": {"name": "rank_search_results", "arguments": {"hits": []}}},
+        {**CALL, "params": {"name": "rank_search_results", "arguments": {"hits": [{"path": "a", "matches": 1.0}]}}},
+        {**CALL, "params": {"name": "rank_search_results", "arguments": {"hits": [], "x": 1}}},
+        {**CALL, "params": {**CALL["params"], "arguments": GOOD, "_meta": {"a": "b" * (70 * 1024)}}},
+        {**CALL, "params": {**CALL["params"], "arguments": GOOD, "_meta": {"a": NESTED}}},
+        {**CALL, "params": {**CALL["params"], "arguments": GOOD, "_meta": {"a": "\udc00"}}},
+        {**CALL, "params": {**CALL["params"], "arguments": GOOD, "extra": 1}},
+        {**CALL, "params": {**CALL["params"], "arguments": GOOD}, "extra": 1},
+    ],
+)
+def test_what_the_fast_path_leaves_of_a_call_to_the_precise_one(message: dict[str, Any]) -> None:
+    assert fastpath.call_message(json.dumps(message).encode()) is None
+    good = {**CALL, "params": {**CALL["params"], "arguments": GOOD}}
+    assert fastpath.call_message(json.dumps(good).encode()) is not None  # (the same call without the flaw)

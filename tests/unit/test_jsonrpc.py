@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from codescout_mcp.fastpath import FAST_BYTES, Decoded
 from codescout_mcp.jsonrpc import (
     BLANK,
     INVALID_REQUEST,
@@ -137,3 +138,21 @@ def test_a_message_the_sdks_models_refuse_is_refused_in_its_words() -> None:
     assert type(to_message({"jsonrpc": "2.0", "id": 1, "method": "ping"})).__name__ == "JSONRPCRequest"
     with pytest.raises(Unanswerable):
         to_message({"jsonrpc": "2.0", "id": 1, "result": 5})  # a result that is not an object
+
+
+def test_a_large_call_of_the_rank_tool_is_read_by_the_fast_path_and_given_to_the_sdk_as_json() -> None:
+    hits = [{"path": f"p/{n}", "matches": 1 + n % 9, "last_modified_days": n % 300} for n in range(40_000)]
+    params: dict[str, Any] = {"name": "rank_search_results", "arguments": {"hits": hits}}
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
+    assert len(line) >= FAST_BYTES
+    value = read_json(line + b"\r", line=True)
+    assert isinstance(value, dict) and isinstance(value["params"]["arguments"], Decoded)
+    # The SDK reads JSON values: the same message as the precise path reads it (limit at its default).
+    sdk = to_message(check_envelope(value)).model_dump(by_alias=True, exclude_unset=True)
+    assert sdk["params"]["arguments"] == {**params["arguments"], "limit": 10}
+    # Whatever the fast path does not read, the precise path reads: here, an integral float.
+    floats = line.replace(b'"matches": 1,', b'"matches": 1.0,', 1)
+    value = read_json(floats, line=True)
+    assert isinstance(value, dict) and value["params"]["arguments"]["hits"][0]["matches"] == 1.0
+    with pytest.raises(Refusal, match="Parse error"):
+        read_json(line[:-1])

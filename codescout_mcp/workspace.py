@@ -35,13 +35,7 @@ from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
 from codescout_mcp.facts.repository import FileFacts, Lookup, NeedsWork
-from codescout_mcp.paths import (
-    ancestors,
-    describe_kind,
-    located,
-    relative_inside,
-    same_folder_inside,
-)
+from codescout_mcp.paths import ancestors, describe_kind, located, relative_inside, same_folder_inside
 from codescout_mcp.platform import name_problem
 from codescout_mcp.protocol import CALL_SECONDS
 from codescout_mcp.ranking import rank, ranked

@@ -26,13 +26,7 @@ from codescout_mcp.facts import Warn
 from codescout_mcp.facts.codeowners import CODEOWNERS_PLACES, CodeOwners, load_codeowners
 from codescout_mcp.facts.git import Git, GitError, open_failure
 from codescout_mcp.facts.gitconfig import check_includes, check_objects, check_values
-from codescout_mcp.facts.gitfiles import (
-    RepositoryError,
-    ceiling_folders,
-    check_for_git,
-    git_files_around,
-    stat_for_git,
-)
+from codescout_mcp.facts.gitfiles import RepositoryError, ceiling_folders, check_for_git, git_files_around, stat_for_git
 from codescout_mcp.paths import (
     NotRegular,
     read_regular,

@@ -321,10 +321,15 @@ def test_under_a_memory_cap_too_tight_for_it_the_fast_path_stands_aside(limit: s
         "used = fastpath._in_use('VmSize:' if limit == resource.RLIMIT_AS else 'VmData:')\n"
         "resource.setrlimit(limit, (used + (64 << 20), resource.getrlimit(limit)[1]))\n"
         "print(fastpath._room_for(32 << 20), fastpath._room_for(128 << 20))\n"
-        "print(fastpath.ranked([b'{\"hits\": []}' + b' ' * (16 << 20)]))\n"
+        'hits = b\'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}]}\'\n'
+        'call = b\'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": '
+        '{"name": "rank_search_results", "arguments": \' + hits + b\'}}\'\n'
+        "print(fastpath.ranked([hits]) is not None, fastpath.call_message(call) is not None)\n"
+        "padding = b' ' * (16 << 20)  # valid, and 16 MiB: no room for 8 times that\n"
+        "print(fastpath.ranked([hits + padding]), fastpath.call_message(call + padding))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
-    assert (done.returncode, done.stdout, done.stderr) == (0, "True False\nNone\n", "")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "True False\nTrue True\nNone None\n", "")
     assert fastpath._room_for(1 << 40)  # no cap here: always room
 
 
@@ -516,9 +521,14 @@ def test_a_mutated_byte_in_a_call_never_makes_the_two_paths_disagree(data: bytes
 
 CALL: dict[str, Any] = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "rank_search_results"}}
 GOOD = {"hits": [{"path": "a", "matches": 2, "last_modified_days": 1}]}
-NESTED: list[Any] = []
-for _ in range(fastpath.META_DEPTH):
-    NESTED = [NESTED]
+
+
+def nested(depth: int) -> Any:
+    """A `_meta` `depth` levels deep, itself the first."""
+    value: Any = {}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
 
 
 @pytest.mark.parametrize(
@@ -546,8 +556,9 @@ def test_the_fast_path_reads_the_calls_it_is_for(params: dict[str, Any]) -> None
         {**CALL, "params": {"name": "rank_search_results", "arguments": {"hits": []}}},
         {**CALL, "params": {"name": "rank_search_results", "arguments": {"hits": [{"path": "a", "matches": 1.0}]}}},
         {**CALL, "params": {"name": "rank_search_results", "arguments": {"hits": [], "x": 1}}},
-        {**CALL, "params": {**CALL["params"], "arguments": GOOD, "_meta": {"a": "b" * (70 * 1024)}}},
-        {**CALL, "params": {**CALL["params"], "arguments": GOOD, "_meta": {"a": NESTED}}},
+        # A _meta over 64 KiB, or over 32 levels deep (both at the edge).
+        {**CALL, "params": {**CALL["params"], "arguments": GOOD, "_meta": {"a": "b" * (64 * 1024 - 7)}}},
+        {**CALL, "params": {**CALL["params"], "arguments": GOOD, "_meta": nested(33)}},
         {**CALL, "params": {**CALL["params"], "arguments": GOOD, "_meta": {"a": "\udc00"}}},
         {**CALL, "params": {**CALL["params"], "arguments": GOOD, "extra": 1}},
         {**CALL, "params": {**CALL["params"], "arguments": GOOD}, "extra": 1},
@@ -557,3 +568,32 @@ def test_what_the_fast_path_leaves_of_a_call_to_the_precise_one(message: dict[st
     assert fastpath.call_message(json.dumps(message).encode()) is None
     good = {**CALL, "params": {**CALL["params"], "arguments": GOOD}}
     assert fastpath.call_message(json.dumps(good).encode()) is not None  # (the same call without the flaw)
+
+
+def test_a_meta_at_the_edge_of_its_bounds_is_read_by_the_fast_path() -> None:
+    """64 KiB and 32 levels are taken (one byte or one level more is not: the test above)."""
+    for meta in ({"a": "b" * (64 * 1024 - 8)}, nested(32)):
+        message = {**CALL, "params": {**CALL["params"], "arguments": GOOD, "_meta": meta}}
+        data = json.dumps(message, separators=(",", ":")).encode()
+        assert message_agrees(data), meta if isinstance(meta, dict) and len(str(meta)) < 200 else len(data)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="resource limits are POSIX-only")
+def test_without_proc_the_size_in_use_is_the_peak_resident_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where there is no /proc (macOS, the BSDs), the room check reads the process's peak instead."""
+    import builtins
+    import resource
+
+    real_open = builtins.open
+
+    def no_proc(name: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(name).startswith("/proc/"):
+            raise FileNotFoundError(2, "No such file or directory", name)
+        return real_open(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", no_proc)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    used = fastpath._in_use("VmSize:")
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB elsewhere
+    assert before * unit <= used <= after * unit and used > 0

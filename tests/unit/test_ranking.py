@@ -100,6 +100,10 @@ def _shaped(shape: str, count: int, step: int) -> list[dict[str, Any]]:
             days = 100 * (matches - 3)
         elif shape == "negative":
             matches, days = rnd.randint(1, 3), rnd.randint(10**6, 10**6 + 500)
+        elif shape == "best first":  # the sample's first hit is the best of all
+            matches, days = (60, 0) if i == 0 else (rnd.randint(50, 59), rnd.randint(0, 99))
+        elif shape == "sample above the rest":  # every hit the sample looks at outscores every other
+            matches, days = (60, rnd.randint(0, 99)) if i % step == 0 else (30, rnd.randint(0, 99))
         else:
             raise AssertionError(shape)
         hits.append({"path": f"p/{rnd.random():.17f}/{i}", "matches": matches, "last_modified_days": days})
@@ -107,7 +111,7 @@ def _shaped(shape: str, count: int, step: int) -> list[dict[str, Any]]:
 
 
 SHAPES = ["random", "matches alike", "ascending", "descending", "top between samples", "floor on a hundred",
-          "ties at the floor", "negative"]  # fmt: skip
+          "ties at the floor", "negative", "best first"]  # fmt: skip
 
 
 @pytest.mark.parametrize("limit", [1, 10, SAMPLE // 16, SAMPLE // 16 + 1])
@@ -119,3 +123,13 @@ def test_the_top_of_many_hits_is_the_spec_s_whatever_their_shape(shape: str, lim
     expected = as_json(reference_rank(arguments))
     assert as_json(rank(arguments)) == expected  # the dicts' path
     assert as_json(fastpath.ranked([json.dumps(arguments).encode()])) == expected  # the structs' path
+
+
+def test_a_limit_above_the_sample_s_size_is_never_cut_by_it() -> None:
+    """The sample's `limit`-th best bounds the floor only while the sample holds `limit` hits."""
+    count = 4 * SAMPLE + 123
+    step = count // SAMPLE
+    arguments = {"hits": _shaped("sample above the rest", count, step), "limit": count // step + 100}
+    expected = as_json(reference_rank(arguments))
+    assert as_json(rank(arguments)) == expected
+    assert as_json(fastpath.ranked([json.dumps(arguments).encode()])) == expected

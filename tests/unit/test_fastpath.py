@@ -578,11 +578,9 @@ def test_a_meta_at_the_edge_of_its_bounds_is_read_by_the_fast_path() -> None:
         assert message_agrees(data), meta if isinstance(meta, dict) and len(str(meta)) < 200 else len(data)
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="resource limits are POSIX-only")
-def test_without_proc_the_size_in_use_is_the_peak_resident_size(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where there is no /proc (macOS, the BSDs), the room check reads the process's peak instead."""
+def without_proc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process as it is where there is no /proc (macOS, the BSDs): opening anything there fails."""
     import builtins
-    import resource
 
     real_open = builtins.open
 
@@ -592,8 +590,75 @@ def test_without_proc_the_size_in_use_is_the_peak_resident_size(monkeypatch: pyt
         return real_open(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "open", no_proc)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="resource limits are POSIX-only")
+def test_without_proc_the_size_in_use_is_the_peak_resident_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where there is no /proc (macOS, the BSDs), the room check reads the process's peak instead."""
+    import resource
+
+    without_proc(monkeypatch)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     used = fastpath._in_use("VmSize:")
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB elsewhere
     assert before * unit <= used <= after * unit and used > 0
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc, as the room check does there")
+def test_the_size_in_use_is_what_proc_says() -> None:
+    def said(field: str) -> int:
+        with open("/proc/self/status", encoding="ascii") as status:
+            return next(int(line.split()[1]) << 10 for line in status if line.startswith(field))
+
+    for field in ("VmSize:", "VmData:"):
+        before, used, after = said(field), fastpath._in_use(field), said(field)
+        assert min(before, after) <= used <= max(before, after), (before, used, after)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="resource limits are POSIX-only")
+def test_the_room_check_by_the_byte_and_by_system(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Room is the cap less what is in use, at least the size asked; Windows, which has no rlimits,
+    is not asked; macOS's peak is in bytes. (Other systems simulated here by their names.)"""
+    import resource
+
+    monkeypatch.setattr(resource, "getrlimit", lambda limit: (1000, resource.RLIM_INFINITY))
+    monkeypatch.setattr(fastpath, "_in_use", lambda field: 400)
+    assert fastpath._room_for(600) and not fastpath._room_for(601)
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert fastpath._room_for(601)  # no rlimits there: not looked at
+    monkeypatch.undo()
+
+    without_proc(monkeypatch)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert fastpath._in_use("VmSize:") == peak  # bytes there
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert fastpath._in_use("VmSize:") == 0
+
+
+def test_the_fast_path_asks_room_for_eight_times_its_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its peak is about 2.4 times the input: the rest is a margin under a cap (the precise path
+    meets a cap as MemoryError, msgspec not always)."""
+    asked: list[int] = []
+
+    def room_for(size: int) -> bool:
+        asked.append(size)
+        return False
+
+    monkeypatch.setattr(fastpath, "_room_for", room_for)
+    data = b'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}]}'
+    call = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "rank_search_results", '
+    call += b'"arguments": ' + data + b"}}"
+    assert fastpath.ranked([data]) is None and fastpath.call_message(call) is None
+    assert asked == [8 * len(data), 8 * len(call)]
+
+
+def test_a_meta_nested_in_lists_is_held_to_the_same_depth() -> None:
+    deep: Any = []
+    for _ in range(32):
+        deep = [deep]
+    message = {**CALL, "params": {**CALL["params"], "arguments": GOOD, "_meta": {"a": deep}}}  # 34 levels
+    assert fastpath.call_message(json.dumps(message).encode()) is None
+    message["params"]["_meta"] = {"a": deep[0][0]}  # 32 levels
+    assert fastpath.call_message(json.dumps(message).encode()) is not None

@@ -121,6 +121,23 @@ TESTS: dict[str, list[str]] = {
         "codeowners or gitlab or github or owner or pattern or dialect",
     ],
     "facts/globs.py": ["tests/unit/test_globs.py", "tests/unit/test_codeowners.py"],
+    # ripgrep's output is read for `codescout hits` and for the search tool.
+    "facts/ripgrep.py": [
+        "tests/unit/test_ripgrep.py",
+        "tests/repositories/test_hits.py",
+        "tests/repositories/test_search.py",
+        "-k",
+        "not over_stdio and not over_http",
+    ],
+    # The children ended on every way a command or a server stops, besides the facts' tests.
+    "processes.py": [
+        "tests/unit/test_git.py",
+        "tests/unit/test_platform.py",
+        "tests/repositories/test_hostile_checkouts.py",
+        "tests/repositories/test_stops.py",
+        "tests/repositories/test_hits.py",
+        "tests/repositories/test_search.py",
+    ],
 }
 
 SWAPS: dict[type, type] = {

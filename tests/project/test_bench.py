@@ -144,10 +144,16 @@ def test_every_listed_equivalent_mutant_is_still_a_mutant() -> None:
 
 def test_call_memory_smoke_measures_both_ways() -> None:
     output = smoke("call_memory.py")
-    per_mib = re.findall(r"^2,000-hit tools/call \([\d.]+ MiB\): (.+?)\s+(\d+\.\d+) MiB per MiB of body$", output, re.M)
-    assert [name for name, _ in per_mib] == ["today's read", "msgspec structs"], output
-    today, structs = (float(value) for _, value in per_mib)
-    assert 1 < structs < today, output  # the body itself is counted in, so neither is below 1
+    pattern = r"^2,000-hit (\w+) tools/call \([\d.]+ MiB\): (.+?)\s+(\d+\.\d+) MiB per MiB$"
+    per_mib = re.findall(pattern, output, re.M)
+    assert [(shape, way) for shape, way, _ in per_mib] == [
+        ("usual", "precise path"),
+        ("usual", "fast path"),
+        ("worst", "precise path"),
+        ("worst", "fast path"),
+    ], output
+    precise, fast = (float(value) for _, _, value in per_mib[:2])
+    assert 1 < fast < precise, output  # the body itself is counted in, so neither is below 1
 
 
 def test_every_file_in_a_mutation_test_list_has_tests_selected() -> None:

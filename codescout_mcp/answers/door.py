@@ -135,7 +135,7 @@ class Call:
 class Door:
     """The door for one server: its tools, and its answers to a host's first requests."""
 
-    def __init__(self, tools: Sequence[Tool], instructions: str, *, enabled: bool = True) -> None:
+    def __init__(self, tools: Sequence[Tool], instructions: str, *, enabled: bool) -> None:
         self.tools = {tool.name: tool for tool in tools}
         self.handshake = Handshake([tool.definition for tool in tools], instructions)
         # Off: the SDK answers everything (how the suite compares the two).

@@ -1,0 +1,97 @@
+"""Where the door runs a call (`answers/door.py`: `Call.settled`, `in_worker`), in process.
+
+Who answers each message is held to the SDK's own answers in tests/stdio/test_direct_calls.py
+and tests/unit/test_early_answers.py; here, the one decision the answers do not show: a call
+is run on the event loop only when it is light and its facts are known, and otherwise in a
+daemon thread of its own, so that the loop keeps reading and answering while it runs.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import anyio
+import pytest
+
+from codescout_mcp.answers.door import Call, in_worker
+
+
+class Recorder:
+    """A tool that says where each of its runs took place, and whether it may only use what is known."""
+
+    name = "recorder"
+
+    def __init__(self, *, heavy: bool, known: bool) -> None:
+        self.definition: dict[str, Any] = {}
+        self._heavy = heavy
+        self.known = known
+        self.runs: list[tuple[str, bool, bool]] = []  # (thread name, daemon, cached_only)
+
+    def heavy(self, arguments: dict[str, Any]) -> bool:
+        return self._heavy
+
+    def call(self, arguments: dict[str, Any], *, cached_only: bool = False) -> dict[str, Any] | None:
+        thread = threading.current_thread()
+        self.runs.append((thread.name, thread.daemon, cached_only))
+        if cached_only and not self.known:
+            return None
+        return {"content": [], "isError": False}
+
+
+def answered(tool: Recorder) -> tuple[dict[str, Any], str]:
+    """The call's answer, and the name of the thread the event loop ran in."""
+
+    async def run() -> tuple[dict[str, Any], str]:
+        return await Call(tool, 7, {}, modern=False).answer(), threading.current_thread().name
+
+    return anyio.run(run)
+
+
+def test_a_light_call_whose_facts_are_known_runs_on_the_event_loop() -> None:
+    tool = Recorder(heavy=False, known=True)
+    answer, loop = answered(tool)
+    assert answer == {"jsonrpc": "2.0", "id": 7, "result": {"content": [], "isError": False}}
+    assert tool.runs == [(loop, threading.current_thread().daemon, True)]
+
+
+def test_a_light_call_that_needs_work_first_is_run_again_in_a_daemon_thread() -> None:
+    tool = Recorder(heavy=False, known=False)
+    answer, loop = answered(tool)
+    assert answer["result"] == {"content": [], "isError": False}
+    assert tool.runs == [(loop, threading.current_thread().daemon, True), ("codescout-call", True, False)]
+
+
+def test_a_heavy_call_goes_to_a_daemon_thread_at_once() -> None:
+    tool = Recorder(heavy=True, known=True)
+    answer, _ = answered(tool)
+    assert answer["result"] == {"content": [], "isError": False}
+    assert tool.runs == [("codescout-call", True, False)]
+
+
+def test_what_a_worker_raises_is_raised_where_it_is_awaited() -> None:
+    def fails() -> None:
+        raise LookupError("inside the worker")
+
+    async def run() -> None:
+        await in_worker(fails)
+
+    with pytest.raises(LookupError, match="inside the worker"):
+        anyio.run(run)
+
+    async def value() -> int:
+        return await in_worker(lambda a, b: a * b, 6, 7)
+
+    assert anyio.run(value) == 42
+
+
+def test_the_sdks_handler_gets_the_tool_result_worked_out_in_full() -> None:
+    """`server.py` asks `settled(call.result)`: a result, never None, however much work it needs."""
+    tool = Recorder(heavy=False, known=False)
+
+    async def run() -> dict[str, Any]:
+        call = Call(tool, 7, {}, modern=False)
+        return await call.settled(call.result)
+
+    assert anyio.run(run) == {"content": [], "isError": False}
+    assert [cached_only for _, _, cached_only in tool.runs] == [True, False]

@@ -246,6 +246,9 @@ def cases() -> list[tuple[str, list[dict[str, Any]], Any, bool]]:
     found.append(("legacy-then-modern", [*initialized(), request(1, "tools/list", {"_meta": MODERN_META})], 1, False))
     found.append(("ping-before-initialize", [request(1, "ping"), request(2, "tools/list")], 2, False))
     found.append(("list-before-initialize", [request(1, "tools/list"), *initialized()], 1, False))
+    # After an initialize refused early, the SDK's connection is not initialized: it answers the rest.
+    refused = request(0, "initialize", {"capabilities": {}, "clientInfo": CLIENT})
+    found.append(("initialize-after-a-refusal", [refused, request(1, "initialize", INITIALIZE)], 1, False))
     return found
 
 

@@ -69,8 +69,15 @@ TESTS: dict[str, list[str]] = {
             "tests/stdio/test_stdio_start.py",
             "tests/unit/test_guard.py",
         ]
-        for module in ("stdio/early.py", "answers/accepted.py", "answers/door.py", "answers/handshake.py")
+        for module in ("answers/accepted.py", "answers/door.py", "answers/handshake.py")
     },
+    # The early phase on stdio, in process first (its bounds, batches, calls begun early).
+    "stdio/early.py": [
+        "tests/unit/test_stdio_early.py",
+        "tests/unit/test_early_answers.py",
+        "tests/stdio/test_direct_calls.py",
+        "tests/stdio/test_stdio_start.py",
+    ],
     "validate.py": [
         "tests/cli/test_vectors.py",
         "tests/unit/test_validate.py",

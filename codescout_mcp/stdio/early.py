@@ -106,7 +106,6 @@ class EarlyAnswers:
         self.session = session
         self.backlog: list[Backlogged | object] = []
         self.backlog_bytes = 0
-        self.sent: int = 0  # early answers given
         self.calls: list[EarlyCall] = []
         self._waiting = 0  # requests read that the SDK must answer
 
@@ -181,7 +180,6 @@ class EarlyAnswers:
         if isinstance(route, Early):
             early = encode(route.reply)
             self.writer.send(early)
-            self.sent += 1
             logger.debug("answered %s before the SDK loaded", message["method"])
             self._keep(Backlogged(message, early=early), request=False)
         elif isinstance(route, Call):

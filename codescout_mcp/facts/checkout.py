@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Any, Final
 
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.git import GitError, GitMissing, NotARepository
@@ -28,9 +28,6 @@ from codescout_mcp.facts.repository import (
 from codescout_mcp.paths import changed_ns, folder_identity, located, relative_inside, relative_to, same_folder_inside
 from codescout_mcp.platform import CURRENT, System
 from codescout_mcp.text import shown
-
-K = TypeVar("K")
-V = TypeVar("V")
 
 
 class Checkout:
@@ -210,7 +207,8 @@ class Checkout:
             by_spelling = relative_inside(folder, key[0], self.system)
             prefix = _as_prefix(self._name_in(facts, folder) if by_spelling is None else by_spelling or ".")
             if by_spelling is not None:  # (the rest depend on what the folders are now)
-                _bounded(self._prefixes)[key] = prefix
+                _make_room(self._prefixes)
+                self._prefixes[key] = prefix
         return prefix
 
     def _name_in(self, facts: RepositoryFacts, path: str) -> str:
@@ -264,7 +262,8 @@ class Checkout:
             and status is not None
             and changed_ns(status, self.system) < time.time_ns() - STATUS_SLACK_NS
         ):
-            _bounded(self._without_git)[folder] = mark
+            _make_room(self._without_git)
+            self._without_git[folder] = mark
         return False
 
     def _met_before(self, root: Path) -> RepositoryFacts | None:
@@ -323,8 +322,7 @@ def _as_prefix(folder_name: str) -> str:
 CACHE_ENTRIES: Final = 200_000
 
 
-def _bounded(cache: dict[K, V]) -> dict[K, V]:
-    """`cache`, emptied first when it is full (a checkout's folders are many, but not without end)."""
+def _make_room(cache: dict[Any, Any]) -> None:
+    """Empty `cache` when it is full: a checkout's folders are many, but not without end."""
     if len(cache) >= CACHE_ENTRIES:
         cache.clear()
-    return cache

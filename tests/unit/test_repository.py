@@ -295,3 +295,32 @@ def test_a_shallow_boundary_without_its_file_dates_at_zero(tmp_path: Path, repo:
     assert warnings == []  # notes are the caller's to pass on
     subprocess.run(["git", "-C", str(clone), "fetch", "-q", "--deepen=1"], check=True)  # only .git/shallow moves
     assert days(facts, "b.txt", notes=notes) == [364] and len(notes) == 1 and "2025-03-01" in notes[0]
+
+
+def test_what_a_checkout_remembers_of_its_folders_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which folders held no `.git`, and their names, are kept between calls up to a bound, then
+    started afresh: a hostile client naming folder after folder cannot grow them without end."""
+    from codescout_mcp.facts import checkout as module
+    from codescout_mcp.workspace import Workspace, WorkspaceTool
+
+    r = Repo(tmp_path / "r")
+    files = [f"d{i}/a.txt" for i in range(6)]
+    for name in files:
+        r.write(name, "x\n")
+    r.commit("2025-03-01T12:00:00Z", *files)
+    time.sleep(1.1)  # folders older than the slack: what was seen of them is kept
+    monkeypatch.setattr(module, "CACHE_ENTRIES", 4)
+    tool = WorkspaceTool(Workspace(str(r.root)))
+
+    def call(names: list[str]) -> Checkout:
+        result = tool.call({"hits": [{"path": name, "matches": 1} for name in names]})
+        assert result is not None and not result["isError"], result
+        checkout = tool.workspace._checkout
+        assert checkout is not None
+        return checkout
+
+    checkout = call(files[:3])
+    assert sorted(checkout._without_git) == [str(r.root.resolve() / f"d{i}") for i in range(3)]
+    checkout = call(files[3:])  # d3 fills it; d4 finds it full, starts it afresh; d5
+    assert sorted(checkout._without_git) == [str(r.root.resolve() / f"d{i}") for i in (4, 5)]
+    assert len(checkout._prefixes) == 2

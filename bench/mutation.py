@@ -114,6 +114,7 @@ TESTS: dict[str, list[str]] = {
     "facts/checkout.py": [
         "tests/unit/test_repository.py",
         "tests/unit/test_hits_arguments.py",
+        "tests/repositories/test_checkouts.py",  # submodules, nested and sibling repositories
         "tests/repositories/test_hits.py",
         "tests/repositories/test_workspace.py",
         "-k",

@@ -153,6 +153,7 @@ INITIALIZE_VARIANTS: list[tuple[Any, bool]] = [
      True),
     ({**INITIALIZE, "capabilities": {"experimental": {"a": {}}, "extensions": {"x/ui": {"mimeTypes": ["t"]}}}}, True),
     ({**INITIALIZE, "capabilities": {"experimental": {"a": 1}}}, False),
+    ({**INITIALIZE, "capabilities": {"extensions": {"x/ui": 1}}}, False),
     ({**INITIALIZE, "capabilities": {"tasks": {"list": {}}, "unknown": 7}}, True),
     # Nested deeper than one level: each member of the type the SDK's models expect, or left to it.
     ({**INITIALIZE, "capabilities": {"sampling": {"context": {}, "tools": {}},
@@ -179,6 +180,9 @@ INITIALIZE_VARIANTS: list[tuple[Any, bool]] = [
     ({**INITIALIZE, "clientInfo": {**CLIENT, "icons": [{"src": "x", "theme": "dusk"}]}}, False),
     ({**INITIALIZE, "clientInfo": {**CLIENT, "websiteUrl": "u", "icons": [{"src": "x"}]}}, True),
     ({**INITIALIZE, "clientInfo": {**CLIENT, "title": "T", "description": "d", "icons": [ICON]}}, True),
+    ({**INITIALIZE, "clientInfo": {**CLIENT, "icons": [{**ICON, "theme": "dark"}]}}, True),
+    ({**INITIALIZE, "clientInfo": {**CLIENT, "description": 3}}, False),
+    ({**INITIALIZE, "clientInfo": {**CLIENT, "websiteUrl": 3}}, False),
     ({**INITIALIZE, "clientInfo": {**CLIENT, "icons": [{"src": 5}]}}, False),
     ({**INITIALIZE, "clientInfo": {**CLIENT, "icons": [{**ICON, "mimeType": 5}]}}, False),
     ({**INITIALIZE, "clientInfo": {**CLIENT, "icons": [{**ICON, "sizes": "48x48"}]}}, False),
@@ -249,6 +253,8 @@ def cases() -> list[tuple[str, list[dict[str, Any]], Any, bool]]:
     # After an initialize refused early, the SDK's connection is not initialized: it answers the rest.
     refused = request(0, "initialize", {"capabilities": {}, "clientInfo": CLIENT})
     found.append(("initialize-after-a-refusal", [refused, request(1, "initialize", INITIALIZE)], 1, False))
+    twice = [request(0, "initialize", INITIALIZE), request(1, "initialize", INITIALIZE)]
+    found.append(("initialize-twice", twice, 1, False))  # the second is the SDK's to judge
     return found
 
 

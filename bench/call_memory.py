@@ -106,7 +106,9 @@ def main() -> int:
             peak = measured["peak"]
             assert isinstance(peak, int)
             ratios[name] = peak / size
-            print(f"{count:,}-hit {shape} tools/call ({size / 2**20:.1f} MiB): {name:<12} {peak / size:.2f} MiB per MiB")
+            print(
+                f"{count:,}-hit {shape} tools/call ({size / 2**20:.1f} MiB): {name:<12} {peak / size:.2f} MiB per MiB"
+            )
         if shape == "usual":
             ok = ratios["fast path"] <= 3.0
     print("target met (fast path, usual call: at most 3 MiB per MiB)" if ok else "OVER TARGET")

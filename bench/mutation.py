@@ -115,6 +115,7 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_repository.py",
         "tests/unit/test_hits_arguments.py",
         "tests/repositories/test_checkouts.py",  # submodules, nested and sibling repositories
+        "tests/repositories/test_casefold.py",  # git's spelling of a name typed in another case
         "tests/repositories/test_hits.py",
         "tests/repositories/test_workspace.py",
         "-k",

@@ -50,7 +50,7 @@ class Checkout:
         codeowners: str | None,
         warn: Warn,
         isolated: bool,
-        strict: bool = False,
+        strict: bool,
         system: System = CURRENT,
     ) -> None:
         self.base = base
@@ -114,7 +114,9 @@ class Checkout:
             if repo is not None:
                 raise RepositoryError("git is not installed, and --repo needs it") from None
             warn("git is not installed; ages come from file modification times and there are no owners")
-            return cls(Path(os.path.realpath(cwd)), None, codeowners=codeowners, warn=warn, isolated=isolated)
+            return cls(
+                Path(os.path.realpath(cwd)), None, codeowners=codeowners, warn=warn, isolated=isolated, strict=strict
+            )
         except GitError as error:
             if repo is not None or strict:
                 raise RepositoryError(str(error)) from None
@@ -164,12 +166,8 @@ class Checkout:
         prefixes: dict[str, str] = {}  # folder -> its name relative to their base, as a prefix
         given = stats or {}
         split = self.system.paths.split
-        sep = None if self.system.windows else "/"
         for path in paths:
-            if sep is not None and 0 < (cut := path.rfind(sep)) < len(path) - 1 and path[cut - 1] != sep:
-                folder, file_name = path[:cut], path[cut + 1 :]  # (what `split` gives, without its cost)
-            else:
-                folder, file_name = split(path)
+            folder, file_name = split(path)
             facts = holders.get(folder) or self._holder(folder, holders, lookup, folders or {})
             if not file_name:  # (a path that ends in a separator: named whole)
                 name = self._name_in(facts, path)
@@ -293,6 +291,8 @@ class Checkout:
             self.warn(f"{error}; its files keep their file modification times and have no owners")
             facts = None
         except (NotARepository, RepositoryError):  # a .git git will not take (a bare one, a stray file)
+            facts = None
+        except GitMissing:  # (said once, when the checkout was opened)
             facts = None
         except GitError as error:
             if self.strict:

@@ -332,3 +332,17 @@ def test_a_repository_made_around_a_folder_between_two_calls_answers_in_the_next
     outer, again, nested = anyio.run(scenario)
     assert outer == again and outer[1] == "@outer"
     assert nested[1] == "@nested" and nested[0] - outer[0] == 7305  # 2000-01-01 to 2020-01-01
+
+
+def test_the_callers_git_variables_name_the_main_repository_only(tmp_path: Path) -> None:
+    """`codescout hits` follows GIT_DIR to its repository; one nested inside is still read as itself."""
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "x\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    inner = Repo(r.root / "vendor" / "lib")
+    inner.write("b.txt", "x\n")
+    inner.commit("2000-01-01T00:00:00Z", "b.txt")
+    env = env_for(GIT_DIR=str(r.root / ".git"), GIT_WORK_TREE=str(r.root))
+    done = hits(r.root, counts("a.txt", "vendor/lib/b.txt"), env=env)
+    assert table(done) == {"a.txt": (59, None), "vendor/lib/b.txt": (git_age_days(inner.root, "b.txt"), None)}
+    assert git_age_days(inner.root, "b.txt") > 9000

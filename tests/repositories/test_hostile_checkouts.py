@@ -737,3 +737,43 @@ def test_a_file_named_as_a_folder_is_refused_as_the_system_refuses_it(tmp_path: 
     assert result["content"][0]["text"] == (
         f'hits[0].path: "{given}" is not a folder, and a path that ends so names one'
     )
+
+
+@posix_only(FIFOS)
+def test_a_fifo_in_a_nested_repository_costs_it_its_history_not_the_call(tmp_path: Path) -> None:
+    """`codescout hits` warns and gives the nested repository's files their file times; the workspace
+    tool, which answers for the whole workspace, says it cannot be read."""
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "x\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    inner = Repo(r.root / "vendor" / "lib")
+    inner.write("b.txt", "x\n")
+    inner.commit("2026-01-01T00:00:00Z", "b.txt")
+    head = inner.root / ".git" / "index"
+    head.unlink()
+    if sys.platform == "win32":  # marked POSIX-only; this is for the type checker
+        raise AssertionError("no FIFOs on Windows")
+    os.mkfifo(head)
+    said = f"{head} is a FIFO, not a regular file, and git would wait on it; the repository cannot be read"
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts("a.txt", "vendor/lib/b.txt"), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert [hit["path"] for hit in json.loads(done.stdout)["hits"]] == ["a.txt", "vendor/lib/b.txt"]
+    assert done.stderr.decode() == (
+        f"codescout: warning: {said}; its files keep their file modification times and have no owners\n"
+    )
+    result, _ = workspace_call(r.root, ["a.txt", "vendor/lib/b.txt"])
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == f"the workspace {r.root} cannot be read: {said}"
+
+
+def test_without_git_a_nested_repository_is_a_folder_like_any_other(tmp_path: Path) -> None:
+    folder = tmp_path / "plain"
+    (folder / "vendor" / ".git").mkdir(parents=True)  # a repository's mark, and no git to read it
+    (folder / "vendor" / "b.txt").write_text("x", encoding="utf-8")
+    no_git = env_for(PATH=str(Path(codescout_exe()).parent))  # the venv only: no git on it
+    done = run([codescout_exe(), "hits", "--now", NOW], folder, stdin=b"vendor/b.txt:1\n", env=no_git)
+    assert done.returncode == 0, done.stderr
+    assert [hit["path"] for hit in json.loads(done.stdout)["hits"]] == ["vendor/b.txt"]
+    assert done.stderr.decode().splitlines() == [
+        "codescout: warning: git is not installed; ages come from file modification times and there are no owners",
+    ]

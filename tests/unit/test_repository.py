@@ -324,3 +324,22 @@ def test_what_a_checkout_remembers_of_its_folders_is_bounded(tmp_path: Path, mon
     checkout = call(files[3:])  # d3 fills it; d4 finds it full, starts it afresh; d5
     assert sorted(checkout._without_git) == [str(r.root.resolve() / f"d{i}") for i in (4, 5)]
     assert len(checkout._prefixes) == 2
+
+
+def test_a_folder_changed_within_the_slack_is_looked_into_again_at_each_call(tmp_path: Path) -> None:
+    """A coarse clock could give a `.git` made in the same tick the folder's old times: a folder
+    changed less than STATUS_SLACK_NS before a call is not remembered as holding none."""
+    from codescout_mcp.workspace import Workspace, WorkspaceTool
+
+    r = Repo(tmp_path / "r")
+    r.write("old/a.txt", "x\n")
+    r.write("new/a.txt", "x\n")
+    r.commit("2025-03-01T12:00:00Z", "old/a.txt", "new/a.txt")
+    time.sleep(1.1)
+    (r.root / "new" / "b.txt").write_text("x\n", encoding="utf-8")  # `new` changed just now
+    tool = WorkspaceTool(Workspace(str(r.root)))
+    result = tool.call({"hits": [{"path": "old/a.txt", "matches": 1}, {"path": "new/a.txt", "matches": 1}]})
+    assert result is not None and not result["isError"], result
+    checkout = tool.workspace._checkout
+    assert checkout is not None
+    assert sorted(checkout._without_git) == [str(r.root.resolve() / "old")]

@@ -69,7 +69,7 @@ TESTS: dict[str, list[str]] = {
             "tests/stdio/test_stdio_start.py",
             "tests/unit/test_guard.py",
         ]
-        for module in ("answers/accepted.py", "answers/door.py", "answers/handshake.py")
+        for module in ("answers/accepted.py", "answers/door.py", "answers/handshake.py", "answers/words.py")
     },
     # The early phase on stdio, in process first (its bounds, batches, calls begun early).
     "stdio/early.py": [

@@ -107,7 +107,7 @@ class EarlyAnswers:
         self.backlog: list[Backlogged | object] = []
         self.backlog_bytes = 0
         self.calls: list[EarlyCall] = []
-        self._waiting = 0  # requests read that the SDK must answer
+        self._waiting = False  # whether a request read must be answered by the SDK
 
     @property
     def full(self) -> bool:
@@ -157,7 +157,8 @@ class EarlyAnswers:
         return any(not call.done.is_set() for call in self.calls)
 
     def _take(self, item: object) -> None:
-        self.backlog_bytes += len(item.data) if isinstance(item, Line) else 0
+        if isinstance(item, Line):
+            self.backlog_bytes += len(item.data)
         try:
             value = value_of(item, self.max_message_bytes)  # type: ignore[arg-type]
             if value is BLANK:
@@ -203,4 +204,4 @@ class EarlyAnswers:
     def _keep(self, entry: Backlogged, *, request: bool) -> None:
         self.backlog.append(entry)
         if request:
-            self._waiting += 1
+            self._waiting = True

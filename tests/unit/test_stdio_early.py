@@ -21,7 +21,7 @@ import pytest
 
 from codescout_mcp.answers.door import Session
 from codescout_mcp.stdio.early import EARLY_BACKLOG, EARLY_BACKLOG_BYTES, Backlogged, EarlyAnswers, EarlyCall
-from codescout_mcp.stdio.framing import Line
+from codescout_mcp.stdio.framing import Line, Oversized
 from codescout_mcp.stdio.pipes import EOF
 from codescout_mcp.toolbox import Offer
 
@@ -170,6 +170,29 @@ def test_a_batch_waits_for_the_sdk_and_ends_the_early_answers() -> None:
     assert kept == [batch, request(2, "initialize", INITIALIZE)]
 
 
+def test_a_batch_keeps_the_early_phase_waiting_for_the_sdk_after_stdin_ends() -> None:
+    """Its members are the SDK's to answer (here: it never loads, so the phase is stopped)."""
+    outcome, early = run([line([request(1, "ping")]), EOF], stop_after=0.5)
+    assert (outcome, answers(early)) == ("stopped", {})
+
+
+def test_a_call_answered_early_needs_no_sdk_after_stdin_ends() -> None:
+    opening = [
+        line(request(0, "initialize", INITIALIZE)),
+        line({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ]
+    call = request(3, "tools/call", {"name": "rank_search_results", "arguments": {"hits": HITS}})
+    outcome, early = run([*opening, line(call), EOF], stop_after=5)
+    assert outcome == "done"
+    assert answers(early)[3]["result"]["isError"] is False
+
+
+def test_a_line_too_long_is_refused_and_holds_no_bytes() -> None:
+    outcome, early = run([Oversized(40 * MIB, 7), EOF], stop_after=5)
+    assert outcome == "done"
+    assert (early.backlog_bytes, answers(early)[7]["error"]["code"]) == (0, -32600)
+
+
 def test_an_array_where_no_batch_is_served_is_refused_at_once() -> None:
     opening = [
         line(request(0, "initialize", INITIALIZE)),
@@ -223,21 +246,27 @@ def test_a_call_begun_early_runs_in_a_daemon_thread_and_a_cancel_stops_its_answe
     assert early.calls[0].done.is_set()
 
 
-def test_a_cancel_naming_an_id_of_another_type_leaves_the_call_answered() -> None:
+@pytest.mark.parametrize(
+    ("call_id", "cancelled_id"),
+    [(3, "3"), (3, 3.0), (1, True), (3, 4), ("a", "b")],
+    ids=["a string for a number", "a float for an integer", "true for 1", "another number", "another string"],
+)
+def test_a_cancel_naming_another_id_leaves_the_call_answered(call_id: object, cancelled_id: object) -> None:
+    """Only the same id, of the same type, cancels: 3 == 3.0 and 1 == True in Python, not in JSON-RPC."""
     opening = [
         line(request(0, "initialize", INITIALIZE)),
         line({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     ]
-    call = request(3, "tools/call", {"name": "rank_search_results", "arguments": {"hits": HITS}})
+    call = request(call_id, "tools/call", {"name": "rank_search_results", "arguments": {"hits": HITS}})
     held = threading.Event()
-    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "3"}}
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": cancelled_id}}
     with pytest.MonkeyPatch.context() as patch:
         original = EarlyCall._run
         patch.setattr(EarlyCall, "_run", lambda self, c: (held.wait(5), original(self, c)))
         early = fresh()
         threading.Timer(0.3, held.set).start()
         run([*opening, line(call), line(cancel)], stop_after=1, early=early)
-    assert answers(early)[3]["result"]["isError"] is False
+    assert answers(early)[call_id]["result"]["isError"] is False
 
 
 def test_a_call_is_adopted_only_while_it_runs() -> None:

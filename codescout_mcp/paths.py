@@ -57,8 +57,11 @@ def ancestors(path: str, system: System = CURRENT) -> list[str]:
         current = parent
 
 
-def same_folder_inside(path: str, root: str, identities: dict[str, tuple[int, int] | None]) -> str | None:
-    """`path` relative to `root` when one of its folders IS the root, however it is spelled.
+def same_folder_inside(
+    path: str, root: str, identities: dict[str, tuple[int, int] | None], *, itself: bool = False
+) -> str | None:
+    """`path` relative to `root` when one of its folders IS the root, however it is spelled
+    (`itself`: or `path` is the root, "" then).
 
     For the paths `relative_inside` calls outside: another letter case or normalisation on
     a file system that ignores them, another mount or drive letter (a bind mount, a SUBST
@@ -69,7 +72,7 @@ def same_folder_inside(path: str, root: str, identities: dict[str, tuple[int, in
     wanted = folder_identity(root, identities)
     if wanted is None:
         return None
-    for folder in ancestors(path):
+    for folder in [path, *ancestors(path)] if itself else ancestors(path):
         if folder_identity(folder, identities) == wanted:
             return relative_inside(path, folder)
     return None

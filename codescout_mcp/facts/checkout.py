@@ -214,7 +214,7 @@ class Checkout:
         absolute, outside it)."""
         name = relative_inside(path, str(facts.base), self.system)
         if name is None and facts.in_git:
-            name = same_folder_inside(path, str(facts.base), self._identities)
+            name = same_folder_inside(path, str(facts.base), self._identities, itself=True)
         if name is None:  # the plain folder answers for files anywhere, by their own times
             return relative_to(path, str(facts.base), self.system)
         return name or "."

@@ -324,6 +324,20 @@ def test_workspace_paths_through_an_alias_of_the_workspace_are_inside(kind: str,
 
 
 @pytest.mark.parametrize("kind", [pytest.param("bind-mount", marks=needs_linux), "symlink"])
+def test_a_file_at_the_top_of_the_workspace_reached_through_an_alias_is_gits(kind: str, tmp_path: Path) -> None:
+    """The alias is the workspace itself, not a folder in it: its files' names have no folder part.
+    (Through a bind mount, such a file once got its file time, not git's age.)"""
+    project = make_project(tmp_path / "disk", "top.py")
+    project.repo.root = project.root.resolve()
+    with alias_of(kind, project.root, tmp_path / "alias") as alias:
+        result, _ = workspace_call(project.root, [f"{alias}/top.py"])
+        (row,) = ranked(result)["results"]
+        assert (row["path"], row["last_modified_days"], row["owner"]) == ("top.py", 90, None)
+        top = {"path": "top.py", "matches": 1, "last_modified_days": 90}  # (no owner: none is named)
+        assert hits(project, f"{alias}/top.py:1\n") == {"hits": [top]}
+
+
+@pytest.mark.parametrize("kind", [pytest.param("bind-mount", marks=needs_linux), "symlink"])
 def test_hits_paths_through_an_alias_of_the_repository_are_inside(kind: str, tmp_path: Path) -> None:
     project = plain_project(tmp_path)
     with alias_of(kind, project.root, tmp_path / "alias") as alias:

@@ -142,6 +142,34 @@ def test_a_checkout_git_refuses_is_named_with_its_fix(tmp_path: Path) -> None:
     assert "detected dubious ownership" in text and fix in text
 
 
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="handing one folder to another uid needs root"
+)
+def test_a_nested_repository_git_refuses_costs_it_its_history_not_the_call(tmp_path: Path) -> None:
+    """`codescout hits` warns once and gives its files their file times; the workspace tool, which
+    answers for the whole workspace, says git refuses it."""
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "x\n")
+    r.commit("2025-01-01T00:00:00Z", "a.txt")
+    inner = Repo(r.root / "vendor" / "lib")
+    inner.write("b.txt", "x\n")
+    inner.commit("2025-01-01T00:00:00Z", "b.txt")
+    env = owned_by_another_user(inner.root, tmp_path / "shim")
+
+    done = hits(r.root, counts("a.txt", "vendor/lib/b.txt"), env=env)
+    ages = table(done)
+    assert ages["a.txt"] == (git_age_days(r.root, "a.txt"), None)
+    assert ages["vendor/lib/b.txt"][0] < ages["a.txt"][0]  # its file time: today's, not 2025's
+    warning = done.stderr.decode()
+    assert warning.startswith(f"codescout: warning: git refuses to read {inner.root}: detected dubious ownership")
+    assert warning.endswith("; its files keep their file modification times and have no owners\n")
+    assert warning.count("\n") == 1
+
+    result, _ = workspace_call(r.root, ["a.txt", "vendor/lib/b.txt"], env=env)
+    assert result["isError"] is True
+    assert "detected dubious ownership" in result["content"][0]["text"]
+
+
 # --- the user's own git config -------------------------------------------------------------------------
 
 

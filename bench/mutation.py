@@ -133,6 +133,18 @@ TESTS: dict[str, list[str]] = {
         "codeowners or gitlab or github or owner or pattern or dialect",
     ],
     "facts/globs.py": ["tests/unit/test_globs.py", "tests/unit/test_codeowners.py"],
+    # `codescout hits` and the search tool's ranking of what it found (`top_ranked`).
+    "facts/hits.py": [
+        "tests/unit/test_top_ranked.py",
+        "tests/unit/test_hits_arguments.py",
+        "tests/repositories/test_hits.py",
+        "tests/repositories/test_search.py",
+        "tests/repositories/test_casefold.py",  # one file under two names, one hit
+        "tests/repositories/test_checkouts.py",
+        "tests/repositories/test_hostile_checkouts.py",
+        "-k",
+        "not over_stdio and not over_http",
+    ],
     # ripgrep's output is read for `codescout hits` and for the search tool.
     "facts/ripgrep.py": [
         "tests/unit/test_ripgrep.py",

@@ -706,7 +706,9 @@ def test_a_folder_and_gits_own_files_are_left_out_with_a_warning(tmp_path: Path)
     r.write("src/b.txt", "x\n")
     r.commit("2026-01-01T00:00:00Z", "a.txt", "src/b.txt")
     done = run(
-        [codescout_exe(), "hits", "--now", NOW], r.root, stdin=b".git:3\n.git/HEAD:2\nsrc:4\na.txt:1\nsrc/b.txt:1\n"
+        [codescout_exe(), "hits", "--now", NOW],
+        r.root,
+        stdin=b"gone.txt:2\n.git:3\n.git/HEAD:2\nsrc:4\na.txt:1\nsrc/b.txt:1\n",  # (what follows a vanished file too)
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["hits"] == [
@@ -717,6 +719,7 @@ def test_a_folder_and_gits_own_files_are_left_out_with_a_warning(tmp_path: Path)
         "codescout: warning: .git: left out, a directory, not a file\n"
         "codescout: warning: src: left out, a directory, not a file\n"
         "codescout: warning: left out: .git/HEAD is git's own (inside .git), not the repository's\n"
+        "codescout: warning: gone.txt: left out, cannot read its modification time (No such file or directory)\n"
     )
     # `rg --hidden` lists every file of .git: one line says it of them all.
     listed = b"".join(f".git/{name}:1\n".encode() for name in ("HEAD", "config", "index", "description"))

@@ -28,7 +28,7 @@ from tests.layouts import (
     walk_recorder,
     write_hostile_config,
 )
-from tests.platforms import FAKE_GIT, posix_only
+from tests.platforms import FAKE_GIT, posix_only, root_only
 
 
 def counts(*paths: str) -> bytes:
@@ -142,9 +142,7 @@ def test_a_checkout_git_refuses_is_named_with_its_fix(tmp_path: Path) -> None:
     assert "detected dubious ownership" in text and fix in text
 
 
-@pytest.mark.skipif(
-    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="handing one folder to another uid needs root"
-)
+@root_only("one folder is handed to another uid, the rest of the checkout kept")
 def test_a_nested_repository_git_refuses_costs_it_its_history_not_the_call(tmp_path: Path) -> None:
     """`codescout hits` warns once and gives its files their file times; the workspace tool, which
     answers for the whole workspace, says git refuses it."""

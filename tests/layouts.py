@@ -119,6 +119,18 @@ def make_superproject(tmp: Path) -> Superproject:
     return Superproject(tmp / "top", project, lib, nested, sibling)
 
 
+def with_nested(folder: Path, outer_date: str, inner_date: str) -> tuple[Repo, Repo]:
+    """A repository at `folder` holding a.txt, and one inside it at vendor/lib holding b.txt (not
+    a submodule), each file committed at its date."""
+    outer = Repo(folder)
+    outer.write("a.txt", "x\n")
+    outer.commit(outer_date, "a.txt")
+    inner = Repo(folder / "vendor" / "lib")
+    inner.write("b.txt", "x\n")
+    inner.commit(inner_date, "b.txt")
+    return outer, inner
+
+
 def owned_by_another_user(root: Path, shim_folder: Path) -> dict[str, str]:
     """Make `root` another user's checkout, as git judges it; the environment to run under.
 

@@ -26,6 +26,7 @@ from tests.layouts import (
     make_superproject,
     owned_by_another_user,
     walk_recorder,
+    with_nested,
     write_hostile_config,
 )
 from tests.platforms import FAKE_GIT, posix_only, root_only
@@ -146,12 +147,7 @@ def test_a_checkout_git_refuses_is_named_with_its_fix(tmp_path: Path) -> None:
 def test_a_nested_repository_git_refuses_costs_it_its_history_not_the_call(tmp_path: Path) -> None:
     """`codescout hits` warns once and gives its files their file times; the workspace tool, which
     answers for the whole workspace, says git refuses it."""
-    r = Repo(tmp_path / "r")
-    r.write("a.txt", "x\n")
-    r.commit("2025-01-01T00:00:00Z", "a.txt")
-    inner = Repo(r.root / "vendor" / "lib")
-    inner.write("b.txt", "x\n")
-    inner.commit("2025-01-01T00:00:00Z", "b.txt")
+    r, inner = with_nested(tmp_path / "r", "2025-01-01T00:00:00Z", "2025-01-01T00:00:00Z")
     env = owned_by_another_user(inner.root, tmp_path / "shim")
 
     done = hits(r.root, counts("a.txt", "vendor/lib/b.txt"), env=env)
@@ -362,12 +358,7 @@ def test_a_repository_made_around_a_folder_between_two_calls_answers_in_the_next
 
 def test_the_callers_git_variables_name_the_main_repository_only(tmp_path: Path) -> None:
     """`codescout hits` follows GIT_DIR to its repository; one nested inside is still read as itself."""
-    r = Repo(tmp_path / "r")
-    r.write("a.txt", "x\n")
-    r.commit("2026-01-01T00:00:00Z", "a.txt")
-    inner = Repo(r.root / "vendor" / "lib")
-    inner.write("b.txt", "x\n")
-    inner.commit("2000-01-01T00:00:00Z", "b.txt")
+    r, inner = with_nested(tmp_path / "r", "2026-01-01T00:00:00Z", "2000-01-01T00:00:00Z")
     env = env_for(GIT_DIR=str(r.root / ".git"), GIT_WORK_TREE=str(r.root))
     done = hits(r.root, counts("a.txt", "vendor/lib/b.txt"), env=env)
     assert table(done) == {"a.txt": (59, None), "vendor/lib/b.txt": (git_age_days(inner.root, "b.txt"), None)}

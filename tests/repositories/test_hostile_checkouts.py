@@ -25,6 +25,7 @@ import pytest
 from codescout_mcp.facts.git import Git, GitError
 from tests.gitrepo import NOW, Repo, days_of, env_for, run, workspace_call
 from tests.helpers import codescout_exe, installed
+from tests.layouts import with_nested
 from tests.platforms import FAKE_GIT, FIFOS, PROCESS_GROUPS, SIGNALS, alive, posix_only
 
 # The traps below are sh commands and scripts that name POSIX paths: on Windows they would not
@@ -743,12 +744,7 @@ def test_a_file_named_as_a_folder_is_refused_as_the_system_refuses_it(tmp_path: 
 def test_a_fifo_in_a_nested_repository_costs_it_its_history_not_the_call(tmp_path: Path) -> None:
     """`codescout hits` warns and gives the nested repository's files their file times; the workspace
     tool, which answers for the whole workspace, says it cannot be read."""
-    r = Repo(tmp_path / "r")
-    r.write("a.txt", "x\n")
-    r.commit("2026-01-01T00:00:00Z", "a.txt")
-    inner = Repo(r.root / "vendor" / "lib")
-    inner.write("b.txt", "x\n")
-    inner.commit("2026-01-01T00:00:00Z", "b.txt")
+    r, inner = with_nested(tmp_path / "r", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z")
     head = inner.root / ".git" / "index"
     head.unlink()
     if sys.platform == "win32":  # marked POSIX-only; this is for the type checker

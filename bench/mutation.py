@@ -3,6 +3,7 @@
     python bench/mutation.py                       # every module below, 2 workers
     python bench/mutation.py --module ranking.py   # one module
     python bench/mutation.py --list                # the mutants, without running anything
+    python bench/mutation.py --module facts/repository.py --lines 1-300   # a long module in parts
 
 Each mutant is one small change to one module (an operator swapped, a comparison's edge
 moved, a constant changed, a condition inverted, a string altered, a `break` made a
@@ -160,6 +161,20 @@ TESTS: dict[str, list[str]] = {
         "tests/repositories/test_checkouts.py",  # a refused repository, submodules
         "tests/repositories/test_hits.py",
         "tests/unit/test_repository.py",
+        "-k",
+        "not over_stdio and not over_http",
+    ],
+    # One repository's facts: its unit tests first (their fixture waits out git's racy second,
+    # so more workers than cores pay), then the checkouts that reach it.
+    "facts/repository.py": [
+        "tests/unit/test_repository_parts.py",
+        "tests/unit/test_git.py",
+        "tests/unit/test_repository.py",
+        "tests/repositories/test_hits.py",
+        "tests/repositories/test_checkouts.py",
+        "tests/repositories/test_casefold.py",
+        "tests/repositories/test_hostile_checkouts.py",
+        "tests/repositories/test_workspace.py",
         "-k",
         "not over_stdio and not over_http",
     ],
@@ -449,6 +464,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     parser.add_argument("--mutant", action="append", metavar="KEY", help="only the mutant with this key (repeatable)")
+    parser.add_argument("--lines", metavar="FIRST-LAST", help="only the mutants on these lines")
     args = parser.parse_args()
     modules = args.module or sorted(TESTS)
     known = equivalents()
@@ -461,6 +477,10 @@ def main() -> int:
         found = mutants(module)
         if args.mutant:
             found = [m for m in found if m.key in args.mutant]
+        if args.lines:
+            first, _, last = args.lines.partition("-")
+            found = [m for m in found if int(first) <= m.line <= int(last)]
+        part = bool(args.mutant or args.lines)
         if args.list:
             for mutant in found:
                 print(mutant.key)
@@ -478,11 +498,11 @@ def main() -> int:
             verdicts = list(pool.map(progress.judge, todo, [timeout] * len(todo)))
         outcome = {m.key: v for m, v in zip(todo, verdicts, strict=True)}
         outcome.update({key: "equivalent" for key in known if key.startswith(module + ":")})
-        if args.mutant:
+        if part:
             results.setdefault(module, {}).update(outcome)
         else:
             results[module] = outcome
-        report(module, found, outcome, known, whole=not args.mutant)
+        report(module, found, outcome, known, whole=not part)
     if not args.list:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True), encoding="utf-8")

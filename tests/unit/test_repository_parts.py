@@ -1,0 +1,171 @@
+"""The parts of `facts/repository.py` that need no settled checkout: git log's output read in
+any chunks, whole days, command lines cut to the system's limit, deadlines, the shallow note,
+the files watched for a move, and a bare repository named as the user named it."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import pytest
+
+from codescout_mcp.facts.git import Git, GitError
+from codescout_mcp.facts.gitfiles import RepositoryError
+from codescout_mcp.facts.repository import (
+    SECONDS_PER_DAY,
+    Lookup,
+    RepositoryFacts,
+    _chunks,
+    _read_log,
+    log_entries,
+    whole_days,
+)
+from codescout_mcp.platform import LINUX, WINDOWS, System
+from tests.gitrepo import Repo
+from tests.platforms import CONTROL_NAMES, posix_only
+
+
+class Trickle(io.RawIOBase):
+    """A stream that hands out at most `size` bytes a read, whatever is asked for."""
+
+    def __init__(self, data: bytes, size: int) -> None:
+        self.data = data
+        self.size = size
+
+    def read(self, size: int = -1) -> bytes:
+        piece, self.data = self.data[: self.size], self.data[self.size :]
+        return piece
+
+
+def with_limit(system: System, limit: int) -> System:
+    fields = {name: getattr(system, name) for name in System.__slots__}
+    return System(**{**fields, "command_line_limit": limit})
+
+
+@posix_only(CONTROL_NAMES)
+def test_git_log_is_read_the_same_in_chunks_of_any_size(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "r")
+    r.write("a", "1\n")
+    r.commit("2025-01-01T00:00:00Z", "a")
+    r.commit("2025-02-01T00:00:00Z")  # no files
+    r.write("\nlead", "1\n")  # a name that starts with a newline, first and later in its commit
+    r.write("b", "1\n")
+    r.commit("2025-03-01T00:00:00Z", "\nlead", "b")
+    r.write("\nlast", "1\n")
+    r.write("\x01", "1\n")  # sorts before the newline: "\nlast" is not its commit's first name
+    r.commit("2025-04-01T00:00:00Z", "\x01", "\nlast")
+    output = Git(r.root).run("log", "-z", "--format=%x00%ct %H", "--name-only", "HEAD", "--")[1]
+    ids = r.git("log", "--format=%H").split()
+    expected = [
+        (1743465600, ids[0].encode(), "\x01"),
+        (1743465600, ids[0].encode(), "\nlast"),
+        (1740787200, ids[1].encode(), "\nlead"),
+        (1740787200, ids[1].encode(), "b"),
+        (1735689600, ids[3].encode(), "a"),
+    ]
+    for size in (*range(1, 90), len(output)):
+        assert list(log_entries(Trickle(output, size), LINUX)) == expected, size
+
+
+def test_a_log_that_is_not_what_was_asked_for_is_one_error(tmp_path: Path) -> None:
+    entries = log_entries(Trickle(b"\0soon abc\0\nx\0", 100), LINUX)
+    with pytest.raises(GitError) as caught:
+        list(_read_log(entries, tmp_path / "a\nb"))
+    assert str(caught.value) == f"git log printed what codescout cannot read in {tmp_path}/a\\nb"
+
+
+def test_whole_days_are_counted_down_and_the_future_is_today() -> None:
+    now = 1_000 * SECONDS_PER_DAY
+    assert whole_days(now, now) == 0
+    assert whole_days(now, now - SECONDS_PER_DAY) == 1
+    assert whole_days(now, now - SECONDS_PER_DAY + 1) == 0
+    assert whole_days(now, now - 2.5 * SECONDS_PER_DAY) == 2
+    assert whole_days(now, now + 5 * SECONDS_PER_DAY) == 0
+    assert whole_days(now, now + 0.5) == 0
+
+
+def test_names_are_cut_into_command_lines_that_fit_as_each_system_counts() -> None:
+    assert _chunks([], LINUX) == []
+    posix = with_limit(LINUX, 8)  # each name costs its UTF-8 bytes and a NUL
+    assert _chunks(["abc", "def"], posix) == [["abc", "def"]]  # 4 + 4: exactly the limit
+    assert _chunks(["abc", "defg"], posix) == [["abc"], ["defg"]]
+    assert _chunks(["abc", "defg", "hi"], posix) == [["abc"], ["defg", "hi"]]  # counted afresh after a cut
+    assert _chunks(["\u00e9", "abcde"], posix) == [["\u00e9"], ["abcde"]]  # bytes, not characters: 3 + 6
+    assert _chunks(["\udcff", "abcde"], posix) == [["\udcff", "abcde"]]  # a byte that is not UTF-8 is one
+    assert _chunks(["abcdefghij", "a"], posix) == [["abcdefghij"], ["a"]]  # too long alone: sent alone
+    windows = with_limit(WINDOWS, 8)  # UTF-16 units, a separator and two quotes
+    assert _chunks(["a", "b"], windows) == [["a", "b"]]
+    assert _chunks(["ab", "c"], windows) == [["ab"], ["c"]]
+    assert _chunks(["\U0001f600", "a"], windows) == [["\U0001f600"], ["a"]]  # two units: 5 + 4
+    assert _chunks(["\u00e9", "a"], windows) == [["\u00e9", "a"]]  # one unit, though two UTF-8 bytes
+
+
+def test_a_deadline_is_counted_from_the_lookup_and_named_where_it_ran_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Lookup(0).seconds_left(Path("/r")) is None
+    clock = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    lookup = Lookup(0, seconds=5)
+    assert lookup.seconds_left() == 5
+    clock[0] = 104.5
+    assert lookup.seconds_left(Path("/r")) == 0.5
+    clock[0] = 105.0  # none left, to the instant
+    with pytest.raises(GitError) as caught:
+        lookup.seconds_left(Path("/r/a\nb"))
+    assert str(caught.value) == "reading /r/a\\nb took longer than the time allowed"
+    with pytest.raises(GitError, match=r"^reading the repository took longer than the time allowed$"):
+        lookup.seconds_left()
+    assert Lookup(7, cached_only=True).now == 7 and Lookup(7).cached_only is False
+
+
+def test_the_shallow_note_counts_the_files_and_dates_the_boundary(tmp_path: Path) -> None:
+    facts = RepositoryFacts(tmp_path / "a\nb", git=None, warn=print)
+    facts._boundary_time = 1_764_547_200  # 2025-12-01 00:00:00 UTC
+    tail = (
+        ", the date of the oldest commit it has on this branch, because they were last changed then or before; "
+        "run `git fetch --unshallow` for their real ages"
+    )
+    assert facts._shallow_note(1) == f"{tmp_path}/a\\nb is a shallow clone: 1 file shows 2025-12-01{tail}"
+    assert facts._shallow_note(2) == f"{tmp_path}/a\\nb is a shallow clone: 2 files show 2025-12-01{tail}"
+    facts._boundary_time -= 1  # a second before: the day before, in UTC whatever the local zone
+    assert "1 file shows 2025-11-30," in facts._shallow_note(1)
+
+
+def test_the_boundary_commits_are_read_only_in_a_shallow_clone(tmp_path: Path) -> None:
+    (tmp_path / "shallow").write_bytes(b"abc\ndef\n")
+    shallow = RepositoryFacts(tmp_path, git=None, common_dir=tmp_path, shallow=True, warn=print)
+    assert shallow._boundary_commits() == frozenset({b"abc", b"def"})
+    assert RepositoryFacts(tmp_path, git=None, common_dir=tmp_path, warn=print)._boundary_commits() == frozenset()
+    assert RepositoryFacts(tmp_path, git=None, shallow=True, warn=print)._boundary_commits() == frozenset()
+    (tmp_path / "shallow").unlink()
+    assert shallow._boundary_commits() == frozenset()  # gone since: no boundary, not a failure
+    (tmp_path / "shallow").write_bytes(b"")
+    assert shallow._boundary_commits() == frozenset()
+
+
+def test_the_files_watched_for_a_move_follow_what_head_names(tmp_path: Path) -> None:
+    git_dir, common = tmp_path / "wt", tmp_path / "common"
+    facts = RepositoryFacts(tmp_path, git=None, git_dir=git_dir, common_dir=common, warn=print)
+    head = str(git_dir / "HEAD")
+    always = (head, f"{git_dir}/index", f"{common}/shallow", f"{common}/reftable/tables.list")
+    last = (f"{git_dir}/config.worktree", f"{common}/config", f"{common}/packed-refs")
+    branch = (f"{common}/refs/heads/main", f"{git_dir}/refs/heads/main")
+    assert facts._watched_files(head, "ref: refs/heads/main") == (*always, *branch, *last)
+    assert facts._watched_files(head, "ref:  refs/heads/main ") == (*always, *branch, *last)
+    assert facts._watched_files(head, "0123456789abcdef0123456789abcdef01234567") == (*always, *last)
+    assert facts._watched_files(head, "ref:refs/heads/main") == (*always, *last)  # not git's form
+    assert RepositoryFacts(tmp_path, git=None, warn=print)._repository_signature() == ()
+
+
+@posix_only(CONTROL_NAMES)
+def test_a_bare_repository_is_named_as_the_user_named_it(tmp_path: Path) -> None:
+    bare = tmp_path / "b\nare.git"
+    Repo(bare, init=False).git("init", "-q", "--bare")
+    words = "a bare git repository (or a .git folder) has no work tree; use a checkout"
+    for folder in (bare, bare / "objects"):
+        with pytest.raises(RepositoryError) as caught:
+            RepositoryFacts.open(folder, warn=print, isolated=True)
+        assert str(caught.value) == f"{str(folder).replace(chr(10), chr(92) + 'n')}: {words}"
+    with pytest.raises(RepositoryError) as caught:
+        RepositoryFacts.open(bare, warn=print, isolated=True, named="--repo x")
+    assert str(caught.value) == f"--repo x: {words}"

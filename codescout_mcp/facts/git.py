@@ -11,8 +11,11 @@ every config file), to run none of them:
   here that may read a file's content, to tell whether a file whose time changed really
   changed, and it reads it raw);
 * `core.fsmonitor=false`, `core.hooksPath` at the null device, `--no-pager`;
-* every transport refused (`protocol.*.allow=never`, and GIT_NO_LAZY_FETCH for the gits
-  that know it), so a partial clone's missing object fails instead of fetching;
+* every transport refused, so a partial clone's missing object fails instead of being
+  fetched from wherever its config points: GIT_ALLOW_PROTOCOL set to a list that names no
+  transport (it outranks every `protocol.*` setting; `-c protocol.allow=never` would not
+  outrank a checkout's own `protocol.ftp.allow=always`), and GIT_NO_LAZY_FETCH for the
+  gits that know it (2.39.4, 2.44 and newer);
 * signatures not checked (`log.showSignature=false`), `.mailmap` not read.
 
 Settings that change what git prints are pinned too, so that the user's own config cannot
@@ -55,8 +58,6 @@ PINNED: Final = (
     ("color.diff", "false"),
     ("color.status", "false"),
     ("i18n.logOutputEncoding", "UTF-8"),  # the commit headers git log prints, whatever the commits say
-    ("protocol.allow", "never"),
-    *((f"protocol.{name}.allow", "never") for name in ("file", "git", "ssh", "http", "https", "ext")),
 )
 
 
@@ -154,7 +155,7 @@ def config_environment(settings: list[tuple[str, str]], env: dict[str, str]) -> 
     variables name the key and the value apart, and outrank every config file as `-c` does.
     """
     try:
-        start = int(env.get("GIT_CONFIG_COUNT", "0") or "0")
+        start = int(env.get("GIT_CONFIG_COUNT") or 0)
     except ValueError:
         start = 0  # git itself refuses such a count, and says so
     added = {f"GIT_CONFIG_KEY_{start + n}": key for n, (key, _) in enumerate(settings)}
@@ -176,7 +177,8 @@ class Git:
         env = dict(os.environ)
         if isolated:
             env = {k: v for k, v in env.items() if not k.startswith("GIT_")}
-        env.update(LC_ALL="C", LANGUAGE="C", GIT_NO_LAZY_FETCH="1", GIT_TERMINAL_PROMPT="0")
+        env.update(LC_ALL="C", LANGUAGE="C", GIT_TERMINAL_PROMPT="0")
+        env.update(GIT_ALLOW_PROTOCOL="", GIT_NO_LAZY_FETCH="1")  # no transport, whatever the config says
         self.env = env
         self.program = git_program()  # found once for this folder's commands
 
@@ -277,11 +279,11 @@ class Git:
                 f"{shown(str(self.where))} defines a filter driver whose name holds '=', which this git "
                 "cannot be told to leave unused (git 2.31 or newer can); its files are not read"
             )
-        _ENVIRONMENT_CONFIG[self.program] = True
+        _ENVIRONMENT_CONFIG.add(self.program)
 
 
 # Each git program found to read settings from the environment (asked once per program).
-_ENVIRONMENT_CONFIG: dict[str, bool] = {}
+_ENVIRONMENT_CONFIG: set[str] = set()
 
 
 class GitOutput:
@@ -328,6 +330,6 @@ def open_failure(folder: str, stderr: bytes, status: int) -> GitError:
 
 def _refused_folder(text: str) -> str | None:
     """The folder git names in its "dubious ownership" message (`... at '/path'`)."""
-    start = text.find(" at '")
-    end = text.find("'", start + 5)
-    return text[start + 5 : end] if start >= 0 and end > start else None
+    _, found, rest = text.partition(" at '")
+    folder, closed, _ = rest.partition("'")
+    return folder if found and closed else None

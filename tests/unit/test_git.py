@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +30,7 @@ from codescout_mcp.facts.git import (
 )
 from codescout_mcp.facts.repository import Lookup, RepositoryFacts
 from codescout_mcp.processes import CHILD_DATA_BYTES, ChildOutputTooLarge, run_child
-from tests.gitrepo import NOW_SECONDS
+from tests.gitrepo import NOW_SECONDS, Repo
 from tests.platforms import FAKE_GIT, linux_only, posix_only
 
 
@@ -185,6 +187,7 @@ def test_the_refused_folder_is_read_from_between_the_quotes() -> None:
     assert _refused_folder("repository at '/a/b") is None  # no closing quote
     assert _refused_folder("repository at ''") == ""
     assert _refused_folder("it's repository at '/x'") == "/x"
+    assert _refused_folder(" at '/y' and at '/z'") == "/y"  # the first, even at the very start
 
 
 def test_settings_by_environment_are_numbered_after_those_already_set() -> None:
@@ -305,16 +308,14 @@ def test_the_environment_is_the_callers_with_git_told_to_stay_quiet_and_plain(
 ) -> None:
     monkeypatch.setenv("GIT_TERMINAL_PROMPT", "1")
     monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
+    monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "ext:file")
     monkeypatch.setenv("NOT_GIT_X", "kept")
+    told = {"LC_ALL": "C", "LANGUAGE": "C", "GIT_TERMINAL_PROMPT": "0"}
+    told |= {"GIT_ALLOW_PROTOCOL": "", "GIT_NO_LAZY_FETCH": "1"}
     for isolated in (False, True):
         env = Git(tmp_path, isolated=isolated).env
         assert env["NOT_GIT_X"] == "kept"
-        assert (env["LC_ALL"], env["LANGUAGE"], env["GIT_NO_LAZY_FETCH"], env["GIT_TERMINAL_PROMPT"]) == (
-            "C",
-            "C",
-            "1",
-            "0",
-        )
+        assert {name: env[name] for name in told} == told
 
 
 @posix_only(FAKE_GIT)
@@ -337,3 +338,72 @@ def test_a_stream_read_to_its_end_checks_how_git_ended_and_one_left_early_does_n
     fake_git("echo out; exit 0", tmp_path / "shim", monkeypatch)
     with Git(tmp_path).stream("log") as out:
         assert out.read(100) == b"out\n" and out.read(100) == b""
+
+
+class Listener:
+    """A TCP server here that counts the connections made to it, closing each at once."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.server.settimeout(0.05)
+        self.port = self.server.getsockname()[1]
+        self.connections = 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                connection, _ = self.server.accept()
+            except TimeoutError:
+                continue
+            self.connections += 1
+            connection.close()
+
+    def close(self) -> int:
+        self.stopping.set()
+        self.thread.join()
+        self.server.close()
+        return self.connections
+
+
+@pytest.mark.parametrize("guard", ["both", "allow-list", "lazy-fetch", "neither"])
+@pytest.mark.parametrize("scheme", ["http", "https", "ftp", "ftps", "git", "ssh"])
+def test_a_missing_object_is_not_fetched_from_a_server_the_repository_names(
+    tmp_path: Path, scheme: str, guard: str
+) -> None:
+    """A partial clone whose promisor remote is a server here, with its transport allowed by the
+    checkout's own `protocol.<name>.allow`, which outranks `protocol.allow` even on a command
+    line. Either guard alone keeps git from connecting: GIT_ALLOW_PROTOCOL naming no transport,
+    and GIT_NO_LAZY_FETCH (known to git 2.39.4, 2.44 and newer; older gits rely on the first).
+    With neither, git connects: that case shows the test can see it."""
+    r = Repo(tmp_path / "r")
+    r.write("deep/a.py", "one\n")
+    r.commit("2025-01-01T00:00:00Z", "deep/a.py")
+    r.write("b.py", "two\n")
+    r.commit("2025-06-01T00:00:00Z", "b.py")
+    subtree = r.git("rev-parse", "HEAD~1^{tree}:deep").strip()
+    (r.root / ".git" / "objects" / subtree[:2] / subtree[2:]).unlink()
+    listener = Listener()
+    try:
+        settings = {
+            "core.repositoryFormatVersion": "1",
+            "extensions.partialClone": "origin",
+            "remote.origin.url": f"{scheme}://127.0.0.1:{listener.port}/x",
+            "remote.origin.promisor": "true",
+            "protocol.allow": "always",
+            f"protocol.{scheme}.allow": "always",
+        }
+        for key, value in settings.items():
+            r.git("config", key, value)
+        git = Git(r.root, isolated=True, timeout=30)
+        if guard in ("lazy-fetch", "neither"):
+            del git.env["GIT_ALLOW_PROTOCOL"]
+        if guard in ("allow-list", "neither"):
+            del git.env["GIT_NO_LAZY_FETCH"]  # as a git that does not know the variable reads it
+        status, _, err = git.run("log", "-z", "--format=%x00%ct %H", "--name-only", "HEAD", "--", check=False)
+    finally:
+        connections = listener.close()
+    assert status != 0 and f"unable to read tree {subtree}".encode() in err, err
+    assert connections == (1 if guard == "neither" else 0), err

@@ -242,7 +242,9 @@ def test_a_git_that_cannot_read_settings_from_the_environment_is_asked_once_and_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = tmp_path / "asked"
-    fake_git(f'echo asked >> "{log}"; [ "$GIT_CONFIG_COUNT" = 1 ] && echo no; exit 0', tmp_path, monkeypatch)
+    # Asked first, it says "no"; asked again, it fails without a word: the same refusal each time.
+    script = f'echo asked >> "{log}"; [ "$(wc -l < "{log}")" -ge 2 ] && exit 1; [ "$GIT_CONFIG_COUNT" = 1 ] && echo no'
+    fake_git(script, tmp_path, monkeypatch)
     git = Git(tmp_path)
     for _ in range(2):
         with pytest.raises(GitError) as caught:

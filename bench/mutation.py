@@ -169,12 +169,42 @@ TESTS: dict[str, list[str]] = {
     "facts/repository.py": [
         "tests/unit/test_repository_parts.py",
         "tests/unit/test_git.py",
+        "tests/unit/test_platform.py",  # Windows' names and times, simulated
         "tests/unit/test_repository.py",
         "tests/repositories/test_hits.py",
+        "tests/repositories/test_search.py",  # the search tool asks for what git tracks
         "tests/repositories/test_checkouts.py",
         "tests/repositories/test_casefold.py",
         "tests/repositories/test_hostile_checkouts.py",
         "tests/repositories/test_workspace.py",
+        "-k",
+        "not over_stdio and not over_http",
+    ],
+    # Each system's rules, simulated in process first, then the checkouts that meet them.
+    "platform.py": [
+        "tests/unit/test_platform.py",
+        "tests/unit/test_repository_parts.py",  # command lines cut as Windows counts them
+        "tests/unit/test_ripgrep.py",
+        "tests/http/test_http_limits.py::test_so_reuseaddr_is_set_on_posix_and_left_off_on_windows",
+        "tests/repositories/test_casefold.py",
+        "tests/repositories/test_workspace_boundary.py",
+        "tests/repositories/test_hits.py",
+        "tests/repositories/test_stops.py",
+        "-k",
+        "not over_stdio and not over_http",
+    ],
+    # Paths held inside a workspace or repository, and files read only when regular.
+    "paths.py": [
+        "tests/unit/test_platform.py",
+        "tests/unit/test_repository_parts.py",
+        "tests/unit/test_top_ranked.py",
+        "tests/repositories/test_workspace_boundary.py",
+        "tests/repositories/test_workspace.py",
+        "tests/repositories/test_casefold.py",
+        "tests/repositories/test_hostile_checkouts.py",
+        "tests/repositories/test_checkouts.py",
+        "tests/repositories/test_hits.py",
+        "tests/unit/test_repository.py",
         "-k",
         "not over_stdio and not over_http",
     ],

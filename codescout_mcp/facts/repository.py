@@ -213,7 +213,7 @@ class RepositoryFacts:
         *,
         codeowners: str | None = None,
         warn: Warn,
-        isolated: bool = False,
+        isolated: bool,
         named: str | None = None,
         seconds: float | None = None,
         system: System = CURRENT,
@@ -256,7 +256,7 @@ class RepositoryFacts:
             system=system,
         )
 
-    def _check_what_git_reads(self, seconds: float | None = None, *, includes: bool = True) -> None:
+    def _check_what_git_reads(self, seconds: float | None = None, *, includes: bool) -> None:
         """BlockingFile for what the config names, or git reads under objects/, that would hold git
         (`gitconfig.py`); the keys of the settings are kept, for the filter drivers to switch off."""
         assert self.git is not None and self.git_dir is not None and self.common_dir is not None
@@ -376,7 +376,7 @@ class RepositoryFacts:
                 facts[name] = _facts((whole_days(now, status.st_mtime), owner_of(tracked_name)))
         return Described(facts, spelled, [self._shallow_note(at_boundary)] if at_boundary else [])
 
-    def codeowners(self, cached_only: bool = False) -> CodeOwners:
+    def codeowners(self, cached_only: bool) -> CodeOwners:
         """The CODEOWNERS rules, read again only when a CODEOWNERS file changed."""
         if not self.in_git:
             return CodeOwners.empty()

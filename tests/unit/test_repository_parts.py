@@ -5,6 +5,7 @@ the files watched for a move, and a bare repository named as the user named it."
 from __future__ import annotations
 
 import io
+import os
 import time
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from codescout_mcp.facts.repository import (
     whole_days,
 )
 from codescout_mcp.platform import LINUX, WINDOWS, System
-from tests.gitrepo import Repo
+from tests.gitrepo import NOW_SECONDS, Repo
 from tests.platforms import CONTROL_NAMES, posix_only
 
 
@@ -169,3 +170,45 @@ def test_a_bare_repository_is_named_as_the_user_named_it(tmp_path: Path) -> None
     with pytest.raises(RepositoryError) as caught:
         RepositoryFacts.open(bare, warn=print, isolated=True, named="--repo x")
     assert str(caught.value) == f"--repo x: {words}"
+
+
+def test_a_head_is_read_up_to_its_bound_and_one_larger_is_not(tmp_path: Path) -> None:
+    """HEAD says which branch the signature watches; one larger than any sensible HEAD (64 KiB) is
+    read as empty, which no branch is, rather than read whole."""
+    git_dir = tmp_path / "git"
+    git_dir.mkdir()
+    facts = RepositoryFacts(tmp_path, git=None, git_dir=git_dir, common_dir=git_dir, warn=print)
+    prefix = "ref: refs/heads/"
+    for size, target in ((64 * 1024, None), (64 * 1024 + 1, "")):
+        text = prefix + "b" * (size - len(prefix))
+        (git_dir / "HEAD").write_text(text, encoding="ascii")
+        assert facts._repository_signature()[0] == (text if target is None else target), size
+
+
+def test_an_edit_that_keeps_size_and_time_is_seen_after_the_status_was_read(tmp_path: Path) -> None:
+    """After git's status was read, a file is asked about again when its time falls within a second
+    of that read (a coarse clock shows an edit in the same instant with the same time) or, where
+    st_ctime is the last change (not Windows), when that change came since. Here each edit keeps
+    the size and the inode and puts the modification time back, so nothing else would tell."""
+    r = Repo(tmp_path / "r")
+    r.write("racy.txt", "1\n")
+    r.write("old.txt", "1\n")
+    r.commit("2026-01-01T00:00:00Z", "racy.txt", "old.txt")
+    r.write("racy.txt", "1\n")  # the same, rewritten just before the read: within the second
+    r.write("old.txt", "1\n")
+    a_week = 7 * SECONDS_PER_DAY * 10**9
+    os.utime(r.root / "old.txt", ns=(time.time_ns() - a_week, time.time_ns() - a_week))  # long before it
+    facts = RepositoryFacts.open(r.root, warn=print, isolated=True)
+
+    def days(*names: str) -> list[int]:
+        facts.refresh()
+        found = facts.describe(names, Lookup(NOW_SECONDS)).facts
+        return [fact.days for fact in found.values() if not isinstance(fact, OSError)]
+
+    assert days("racy.txt", "old.txt") == [59, 59]
+    for name in ("racy.txt", "old.txt"):
+        before = os.stat(r.root / name)
+        r.write(name, "2\n")
+        os.utime(r.root / name, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert os.stat(r.root / name).st_ino == before.st_ino
+    assert days("racy.txt", "old.txt") == [0, 0]

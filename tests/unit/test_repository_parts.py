@@ -22,7 +22,7 @@ from codescout_mcp.facts.repository import (
     log_entries,
     whole_days,
 )
-from codescout_mcp.platform import LINUX, WINDOWS, System
+from codescout_mcp.platform import LINUX, WINDOWS, System, loose_key
 from tests.gitrepo import NOW_SECONDS, Repo
 from tests.platforms import CONTROL_NAMES, posix_only
 
@@ -212,3 +212,35 @@ def test_an_edit_that_keeps_size_and_time_is_seen_after_the_status_was_read(tmp_
         os.utime(r.root / name, ns=(before.st_atime_ns, before.st_mtime_ns))
         assert os.stat(r.root / name).st_ino == before.st_ino
     assert days("racy.txt", "old.txt") == [0, 0]
+
+
+def test_a_name_asked_twice_is_described_once_and_the_rest_still_are(tmp_path: Path) -> None:
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text("x\n", encoding="utf-8")
+    facts = RepositoryFacts(tmp_path, git=None, warn=print)
+    described = facts.describe(["a.txt", "a.txt", "b.txt", "gone.txt"], Lookup(NOW_SECONDS))
+    assert list(described.facts) == ["a.txt", "b.txt", "gone.txt"]
+    assert isinstance(described.facts["gone.txt"], FileNotFoundError)
+
+
+def test_gits_spelling_of_a_name_is_the_candidate_that_is_the_same_file(tmp_path: Path) -> None:
+    """Among the index's names that fold to the one asked about, the one `stat` finds to be the
+    same file: one that is gone is passed over, another file is not taken, and a file system
+    without inode numbers (0) gives no answer rather than a wrong one."""
+    (tmp_path / "a.txt").write_text("x\n", encoding="utf-8")
+    (tmp_path / "a.Txt").write_text("another file\n", encoding="utf-8")
+    os.link(tmp_path / "a.txt", tmp_path / "a.TXT")  # what a folding file system shows: one file
+    facts = RepositoryFacts(tmp_path, git=None, warn=print, system=LINUX)
+    facts._index = {"A.txt", "a.Txt", "a.txt"}
+    facts._folded_index = {loose_key("a.txt"): ["A.txt", "a.Txt", "a.txt"]}  # the gone one first
+    asked = os.stat(tmp_path / "a.TXT")
+    assert facts._index_spelling("a.TXT", asked) == "a.txt"
+    facts._folded_index = {loose_key("a.txt"): ["A.txt", "a.Txt"]}
+    assert facts._index_spelling("a.TXT", asked) is None
+    no_inode = os.stat_result((asked.st_mode, 0, asked.st_dev, *asked[3:]))
+    facts._folded_index = {loose_key("a.txt"): ["a.txt"]}
+    assert facts._index_spelling("a.TXT", asked) == "a.txt"
+    real_stat = os.stat
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "stat", lambda path, *a, **k: no_inode if str(path).endswith("a.txt") else real_stat(path))
+        assert facts._index_spelling("a.TXT", no_inode) is None

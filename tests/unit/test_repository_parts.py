@@ -244,3 +244,19 @@ def test_gits_spelling_of_a_name_is_the_candidate_that_is_the_same_file(tmp_path
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(os, "stat", lambda path, *a, **k: no_inode if str(path).endswith("a.txt") else real_stat(path))
         assert facts._index_spelling("a.TXT", no_inode) is None
+
+
+def test_a_file_asked_about_again_does_not_keep_the_next_from_its_known_change(tmp_path: Path) -> None:
+    r = Repo(tmp_path / "r")
+    r.write("racy.txt", "1\n")
+    r.write("edited.txt", "1\n")
+    r.commit("2026-01-01T00:00:00Z", "racy.txt", "edited.txt")
+    r.write("racy.txt", "1\n")  # within the second of the read: asked about again next time
+    r.write("edited.txt", "changed\n")
+    a_week_ago = time.time_ns() - 7 * SECONDS_PER_DAY * 10**9
+    os.utime(r.root / "edited.txt", ns=(a_week_ago, a_week_ago))  # settled: its change is known
+    facts = RepositoryFacts.open(r.root, warn=print, isolated=True)
+    for _ in range(2):
+        facts.refresh()
+        found = facts.describe(["racy.txt", "edited.txt"], Lookup(NOW_SECONDS)).facts
+        assert [fact.days for fact in found.values() if not isinstance(fact, OSError)] == [59, 0]

@@ -506,14 +506,14 @@ class RepositoryFacts:
         git reads the attributes of the folders holding each file whose stat data changed;
         every folder holding a tracked file is looked at (one `stat` each, once per index).
         """
-        assert self._index is not None and self.common_dir is not None
+        assert self._index is not None
         if self._attributes_checked is self._index:
             return
         folders = {name.rpartition("/")[0] for name in self._index}
         for folder in sorted(folders):
             parts = [part for part in folder.split("/") if part]
             check_for_git([self.base.joinpath(*parts, ".gitattributes")])
-        check_for_git([self.base / ".gitattributes", self.common_dir / "info" / "attributes"])
+        check_for_git([self.base / ".gitattributes"])  # (info/attributes: with all of info/, at refresh)
         self._attributes_checked = self._index
 
     def _commit_times(self, names: list[str], lookup: Lookup) -> dict[str, int]:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from codescout_mcp.facts.git import Git, GitError
-from codescout_mcp.facts.gitfiles import RepositoryError
+from codescout_mcp.facts.gitfiles import BlockingFile, RepositoryError
 from codescout_mcp.facts.repository import (
     SECONDS_PER_DAY,
     Lookup,
@@ -24,7 +25,7 @@ from codescout_mcp.facts.repository import (
 )
 from codescout_mcp.platform import LINUX, WINDOWS, System, loose_key
 from tests.gitrepo import NOW_SECONDS, Repo
-from tests.platforms import CONTROL_NAMES, posix_only
+from tests.platforms import CONTROL_NAMES, FIFOS, posix_only
 
 
 class Trickle(io.RawIOBase):
@@ -260,3 +261,63 @@ def test_a_file_asked_about_again_does_not_keep_the_next_from_its_known_change(t
         facts.refresh()
         found = facts.describe(["racy.txt", "edited.txt"], Lookup(NOW_SECONDS)).facts
         assert [fact.days for fact in found.values() if not isinstance(fact, OSError)] == [59, 0]
+
+
+@posix_only(FIFOS)
+@pytest.mark.parametrize("name", [".gitattributes", ".git/info/attributes"])
+def test_attributes_that_turn_into_a_fifo_after_the_open_are_refused_before_git_waits(
+    tmp_path: Path, name: str
+) -> None:
+    """git status reads the attributes of a file it must look into: the top folder's and the
+    repository's own, even when every tracked file is deeper down. One made a FIFO while the
+    facts are kept (a server's) is refused once the index changes, not waited on."""
+    r = Repo(tmp_path / "r")
+    r.write("sub/a.txt", "1\n")
+    r.commit("2026-01-01T00:00:00Z", "sub/a.txt")
+    facts = RepositoryFacts.open(r.root, warn=print, isolated=True)
+    facts.refresh()
+    assert facts.describe(["sub/a.txt"], Lookup(NOW_SECONDS, seconds=30)).facts["sub/a.txt"].days == 59  # type: ignore[union-attr]
+    r.write("sub/b.txt", "1\n")
+    r.git("add", "sub/b.txt")  # a new index: what git may open is looked at again
+    r.write("sub/a.txt", "2\n")  # so that status must look into it
+    target = r.root / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if sys.platform == "win32":  # marked POSIX-only; this is for the type checker
+        raise AssertionError("no FIFOs on Windows")
+    os.mkfifo(target)
+    started = time.monotonic()
+
+    def look() -> None:
+        facts.refresh()  # a FIFO in info/ is refused here, with the rest of info/
+        facts.describe(["sub/a.txt"], Lookup(NOW_SECONDS, seconds=10))
+
+    with pytest.raises(BlockingFile) as caught:
+        look()
+    assert str(caught.value) == f"{target} is a FIFO, not a regular file, and git would wait on it; " + (
+        "the repository cannot be read"
+    )
+    assert time.monotonic() - started < 5
+
+
+@posix_only(FIFOS)
+@pytest.mark.parametrize("config", ["config", "config.worktree"])
+def test_a_config_that_comes_to_include_a_fifo_is_refused_at_the_next_look(tmp_path: Path, config: str) -> None:
+    """The config files are watched: one changed, while the facts are kept, to include a FIFO is
+    read for its includes again before git runs, and refused."""
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "1\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    facts = RepositoryFacts.open(r.root, warn=print, isolated=True)
+    facts.refresh()
+    assert not isinstance(facts.describe(["a.txt"], Lookup(NOW_SECONDS)).facts["a.txt"], OSError)
+    fifo = tmp_path / "fifo"
+    if sys.platform == "win32":  # marked POSIX-only; this is for the type checker
+        raise AssertionError("no FIFOs on Windows")
+    os.mkfifo(fifo)
+    with open(r.root / ".git" / config, "a", encoding="utf-8") as file:
+        file.write(f"[include]\n\tpath = {fifo}\n")
+    with pytest.raises(BlockingFile) as caught:
+        facts.refresh()
+    assert str(caught.value) == f"{fifo} is a FIFO, not a regular file, and git would wait on it; " + (
+        "the repository cannot be read"
+    )

@@ -143,6 +143,12 @@ def test_the_boundary_commits_are_read_only_in_a_shallow_clone(tmp_path: Path) -
     assert shallow._boundary_commits() == frozenset()  # gone since: no boundary, not a failure
     (tmp_path / "shallow").write_bytes(b"")
     assert shallow._boundary_commits() == frozenset()
+    with open(tmp_path / "shallow", "wb") as file:  # a sparse file: read up to 64 MiB, not past
+        file.write(b"abc\n")
+        file.truncate(64 << 20)
+    assert b"abc" in shallow._boundary_commits()
+    os.truncate(tmp_path / "shallow", (64 << 20) + 1)
+    assert shallow._boundary_commits() == frozenset()
 
 
 def test_the_files_watched_for_a_move_follow_what_head_names(tmp_path: Path) -> None:

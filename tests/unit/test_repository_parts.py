@@ -101,6 +101,7 @@ def test_names_are_cut_into_command_lines_that_fit_as_each_system_counts() -> No
     assert _chunks(["ab", "c"], windows) == [["ab"], ["c"]]
     assert _chunks(["\U0001f600", "a"], windows) == [["\U0001f600"], ["a"]]  # two units: 5 + 4
     assert _chunks(["\u00e9", "a"], windows) == [["\u00e9", "a"]]  # one unit, though two UTF-8 bytes
+    assert _chunks(["\udc80", "abcd"], windows) == [["\udc80"], ["abcd"]]  # a lone surrogate is one unit: 4 + 7
 
 
 def test_a_deadline_is_counted_from_the_lookup_and_named_where_it_ran_out(monkeypatch: pytest.MonkeyPatch) -> None:

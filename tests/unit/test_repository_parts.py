@@ -9,9 +9,12 @@ import os
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
+from codescout_mcp.facts import repository
 from codescout_mcp.facts.git import Git, GitError
 from codescout_mcp.facts.gitfiles import BlockingFile, RepositoryError
 from codescout_mcp.facts.repository import (
@@ -328,3 +331,89 @@ def test_a_config_that_comes_to_include_a_fifo_is_refused_at_the_next_look(tmp_p
     assert str(caught.value) == f"{fifo} is a FIFO, not a regular file, and git would wait on it; " + (
         "the repository cannot be read"
     )
+
+
+@posix_only(FIFOS)
+@pytest.mark.parametrize("config", ["config", "config.worktree"])
+def test_a_config_including_a_fifo_is_refused_at_the_open(tmp_path: Path, config: str) -> None:
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "1\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    fifo = tmp_path / "fifo"
+    if sys.platform == "win32":  # marked POSIX-only; this is for the type checker
+        raise AssertionError("no FIFOs on Windows")
+    os.mkfifo(fifo)
+    with open(r.root / ".git" / config, "a", encoding="utf-8") as file:
+        file.write(f"[include]\n\tpath = {fifo}\n")
+    with pytest.raises(BlockingFile) as caught:
+        RepositoryFacts.open(r.root, warn=print, isolated=True, seconds=10)
+    assert str(caught.value).startswith(f"{fifo} is a FIFO, not a regular file")
+
+
+@posix_only(FIFOS)
+def test_a_head_that_is_not_a_regular_file_is_named(tmp_path: Path) -> None:
+    git_dir = tmp_path / "git"
+    git_dir.mkdir()
+    if sys.platform == "win32":  # marked POSIX-only; this is for the type checker
+        raise AssertionError("no FIFOs on Windows")
+    os.mkfifo(git_dir / "HEAD")
+    facts = RepositoryFacts(tmp_path, git=None, git_dir=git_dir, common_dir=git_dir, warn=print)
+    with pytest.raises(RepositoryError) as caught:
+        facts._repository_signature()
+    assert str(caught.value) == f"{git_dir}/HEAD is a FIFO, not a regular file; the repository cannot be read"
+
+
+def test_a_change_to_a_file_with_a_one_letter_name_is_seen(tmp_path: Path) -> None:
+    """git status prints "XY name": four bytes for a one-letter name, the shortest there is."""
+    r = Repo(tmp_path / "r")
+    r.write("x", "1\n")
+    r.write("yz", "1\n")
+    r.commit("2026-01-01T00:00:00Z", "x", "yz")
+    r.write("x", "2\n")
+    r.write("yz", "2\n")
+    facts = RepositoryFacts.open(r.root, warn=print, isolated=True)
+    facts.refresh()
+    found = facts.describe(["x", "yz"], Lookup(NOW_SECONDS)).facts
+    assert [fact.days for fact in found.values() if not isinstance(fact, OSError)] == [0, 0]
+
+
+def test_a_file_asked_about_again_is_trusted_once_it_settles_and_asked_again_if_edited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file asked about again (changed within a second of the status read) keeps that answer,
+    and the time it was got, for the next calls: asked again if it changed within a second of
+    that time, not once it is older."""
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "1\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    r.write("a.txt", "1\n")  # the same, just before the read
+    clock = [0]
+    monkeypatch.setattr(
+        repository, "time", SimpleNamespace(time_ns=lambda: time.time_ns() + clock[0], monotonic=time.monotonic)
+    )
+    statuses: list[tuple[str, ...]] = []
+    real_run = Git.run
+
+    def run(git: Git, *args: str, **options: Any) -> tuple[int, bytes, bytes]:
+        if args[0] == "status":
+            statuses.append(args)
+        return real_run(git, *args, **options)
+
+    monkeypatch.setattr(Git, "run", run)
+    facts = RepositoryFacts.open(r.root, warn=print, isolated=True)
+
+    def days() -> int:
+        facts.refresh()
+        fact = facts.describe(["a.txt"], Lookup(NOW_SECONDS)).facts["a.txt"]
+        assert not isinstance(fact, OSError)
+        return fact.days
+
+    assert days() == 59 and len(statuses) == 1  # the whole status
+    assert days() == 59 and len(statuses) == 2 and statuses[1][-1] == "a.txt"  # asked about again
+    before = os.stat(r.root / "a.txt")
+    r.write("a.txt", "2\n")  # the same size, the same time: only the time of the answer tells
+    os.utime(r.root / "a.txt", ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert days() == 0 and len(statuses) == 3
+    clock[0] = 5 * 10**9  # five seconds on: the answer now is older than the file by far
+    assert days() == 0 and len(statuses) == 4  # (its ctime is within the second before)
+    assert days() == 0 and len(statuses) == 4  # settled: trusted as last answered

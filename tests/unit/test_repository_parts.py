@@ -310,44 +310,31 @@ def test_attributes_that_turn_into_a_fifo_after_the_open_are_refused_before_git_
 
 
 @posix_only(FIFOS)
+@pytest.mark.parametrize("when", ["at the open", "while kept"])
 @pytest.mark.parametrize("config", ["config", "config.worktree"])
-def test_a_config_that_comes_to_include_a_fifo_is_refused_at_the_next_look(tmp_path: Path, config: str) -> None:
-    """The config files are watched: one changed, while the facts are kept, to include a FIFO is
-    read for its includes again before git runs, and refused."""
+def test_a_config_including_a_fifo_is_refused_before_git_runs(tmp_path: Path, config: str, when: str) -> None:
+    """Each config file is read for its includes before git runs: at the open, and again once it
+    changed while the facts are kept (a server's), since the config files are watched."""
     r = Repo(tmp_path / "r")
     r.write("a.txt", "1\n")
     r.commit("2026-01-01T00:00:00Z", "a.txt")
-    facts = RepositoryFacts.open(r.root, warn=print, isolated=True)
-    facts.refresh()
-    assert not isinstance(facts.describe(["a.txt"], Lookup(NOW_SECONDS)).facts["a.txt"], OSError)
+    facts = None
+    if when == "while kept":
+        facts = RepositoryFacts.open(r.root, warn=print, isolated=True)
+        facts.refresh()
+        assert not isinstance(facts.describe(["a.txt"], Lookup(NOW_SECONDS)).facts["a.txt"], OSError)
     fifo = tmp_path / "fifo"
     if sys.platform == "win32":  # marked POSIX-only; this is for the type checker
         raise AssertionError("no FIFOs on Windows")
     os.mkfifo(fifo)
     with open(r.root / ".git" / config, "a", encoding="utf-8") as file:
         file.write(f"[include]\n\tpath = {fifo}\n")
+    look = facts.refresh if facts is not None else lambda: RepositoryFacts.open(r.root, warn=print, isolated=True)
     with pytest.raises(BlockingFile) as caught:
-        facts.refresh()
+        look()
     assert str(caught.value) == f"{fifo} is a FIFO, not a regular file, and git would wait on it; " + (
         "the repository cannot be read"
     )
-
-
-@posix_only(FIFOS)
-@pytest.mark.parametrize("config", ["config", "config.worktree"])
-def test_a_config_including_a_fifo_is_refused_at_the_open(tmp_path: Path, config: str) -> None:
-    r = Repo(tmp_path / "r")
-    r.write("a.txt", "1\n")
-    r.commit("2026-01-01T00:00:00Z", "a.txt")
-    fifo = tmp_path / "fifo"
-    if sys.platform == "win32":  # marked POSIX-only; this is for the type checker
-        raise AssertionError("no FIFOs on Windows")
-    os.mkfifo(fifo)
-    with open(r.root / ".git" / config, "a", encoding="utf-8") as file:
-        file.write(f"[include]\n\tpath = {fifo}\n")
-    with pytest.raises(BlockingFile) as caught:
-        RepositoryFacts.open(r.root, warn=print, isolated=True, seconds=10)
-    assert str(caught.value).startswith(f"{fifo} is a FIFO, not a regular file")
 
 
 @posix_only(FIFOS)

@@ -28,29 +28,9 @@ from codescout_mcp.facts.git import (
     open_failure,
     said,
 )
-from codescout_mcp.facts.repository import Lookup, RepositoryFacts
 from codescout_mcp.processes import CHILD_DATA_BYTES, ChildOutputTooLarge, run_child
-from tests.gitrepo import NOW_SECONDS, Repo
+from tests.gitrepo import Repo
 from tests.platforms import FAKE_GIT, linux_only, posix_only
-
-
-def facts_of(root: Path, **options: object) -> tuple[RepositoryFacts, list[str]]:
-    warnings: list[str] = []
-    facts = RepositoryFacts.open(root, warn=warnings.append, isolated=True, **options)  # type: ignore[arg-type]
-    return facts, warnings
-
-
-def days(facts: RepositoryFacts, *names: str, cached_only: bool = False, notes: list[str] | None = None) -> list[int]:
-    facts.refresh()
-    looked_up = facts.describe(names, Lookup(NOW_SECONDS, cached_only=cached_only))
-    if notes is not None:
-        notes[:] = looked_up.notes
-    found = []
-    for name in names:
-        fact = looked_up.facts[name]
-        assert not isinstance(fact, OSError), fact
-        found.append(fact.days)
-    return found
 
 
 def fake_git(script: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,28 +9,9 @@ import pytest
 
 from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.hits import HitsError, build_arguments, parse_now
-from codescout_mcp.facts.repository import FileFacts, Lookup, RepositoryFacts
+from codescout_mcp.facts.repository import FileFacts
 from tests.gitrepo import DAY, NOW_SECONDS
 from tests.platforms import DELETED_CWD, posix_only
-
-
-def facts_of(root: Path, **options: object) -> tuple[RepositoryFacts, list[str]]:
-    warnings: list[str] = []
-    facts = RepositoryFacts.open(root, warn=warnings.append, isolated=True, **options)  # type: ignore[arg-type]
-    return facts, warnings
-
-
-def days(facts: RepositoryFacts, *names: str, cached_only: bool = False, notes: list[str] | None = None) -> list[int]:
-    facts.refresh()
-    looked_up = facts.describe(names, Lookup(NOW_SECONDS, cached_only=cached_only))
-    if notes is not None:
-        notes[:] = looked_up.notes
-    found = []
-    for name in names:
-        fact = looked_up.facts[name]
-        assert not isinstance(fact, OSError), fact
-        found.append(fact.days)
-    return found
 
 
 def test_file_facts_cannot_be_changed_once_known() -> None:

@@ -11,28 +11,10 @@ from pathlib import Path
 import pytest
 
 from codescout_mcp.facts.checkout import Checkout
-from codescout_mcp.facts.repository import Lookup, NeedsWork, RepositoryFacts
+from codescout_mcp.facts.repository import Lookup, NeedsWork
 from codescout_mcp.paths import resolved_folder
 from tests.gitrepo import DAY, NOW_SECONDS, Repo
-
-
-def facts_of(root: Path, **options: object) -> tuple[RepositoryFacts, list[str]]:
-    warnings: list[str] = []
-    facts = RepositoryFacts.open(root, warn=warnings.append, isolated=True, **options)  # type: ignore[arg-type]
-    return facts, warnings
-
-
-def days(facts: RepositoryFacts, *names: str, cached_only: bool = False, notes: list[str] | None = None) -> list[int]:
-    facts.refresh()
-    looked_up = facts.describe(names, Lookup(NOW_SECONDS, cached_only=cached_only))
-    if notes is not None:
-        notes[:] = looked_up.notes
-    found = []
-    for name in names:
-        fact = looked_up.facts[name]
-        assert not isinstance(fact, OSError), fact
-        found.append(fact.days)
-    return found
+from tests.repofacts import days, facts_of
 
 
 @pytest.fixture

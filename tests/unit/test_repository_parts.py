@@ -29,6 +29,7 @@ from codescout_mcp.facts.repository import (
 from codescout_mcp.platform import LINUX, WINDOWS, System, loose_key
 from tests.gitrepo import NOW_SECONDS, Repo
 from tests.platforms import CONTROL_NAMES, FIFOS, posix_only
+from tests.repofacts import days, facts_of
 
 
 class Trickle(io.RawIOBase):
@@ -209,20 +210,14 @@ def test_an_edit_that_keeps_size_and_time_is_seen_after_the_status_was_read(tmp_
     r.write("old.txt", "1\n")
     a_week = 7 * SECONDS_PER_DAY * 10**9
     os.utime(r.root / "old.txt", ns=(time.time_ns() - a_week, time.time_ns() - a_week))  # long before it
-    facts = RepositoryFacts.open(r.root, warn=print, isolated=True)
-
-    def days(*names: str) -> list[int]:
-        facts.refresh()
-        found = facts.describe(names, Lookup(NOW_SECONDS)).facts
-        return [fact.days for fact in found.values() if not isinstance(fact, OSError)]
-
-    assert days("racy.txt", "old.txt") == [59, 59]
+    facts, _ = facts_of(r.root)
+    assert days(facts, "racy.txt", "old.txt") == [59, 59]
     for name in ("racy.txt", "old.txt"):
         before = os.stat(r.root / name)
         r.write(name, "2\n")
         os.utime(r.root / name, ns=(before.st_atime_ns, before.st_mtime_ns))
         assert os.stat(r.root / name).st_ino == before.st_ino
-    assert days("racy.txt", "old.txt") == [0, 0]
+    assert days(facts, "racy.txt", "old.txt") == [0, 0]
 
 
 def test_a_name_asked_twice_is_described_once_and_the_rest_still_are(tmp_path: Path) -> None:
@@ -266,11 +261,9 @@ def test_a_file_asked_about_again_does_not_keep_the_next_from_its_known_change(t
     r.write("edited.txt", "changed\n")
     a_week_ago = time.time_ns() - 7 * SECONDS_PER_DAY * 10**9
     os.utime(r.root / "edited.txt", ns=(a_week_ago, a_week_ago))  # settled: its change is known
-    facts = RepositoryFacts.open(r.root, warn=print, isolated=True)
+    facts, _ = facts_of(r.root)
     for _ in range(2):
-        facts.refresh()
-        found = facts.describe(["racy.txt", "edited.txt"], Lookup(NOW_SECONDS)).facts
-        assert [fact.days for fact in found.values() if not isinstance(fact, OSError)] == [59, 0]
+        assert days(facts, "racy.txt", "edited.txt") == [59, 0]
 
 
 @posix_only(FIFOS)
@@ -358,10 +351,8 @@ def test_a_change_to_a_file_with_a_one_letter_name_is_seen(tmp_path: Path) -> No
     r.commit("2026-01-01T00:00:00Z", "x", "yz")
     r.write("x", "2\n")
     r.write("yz", "2\n")
-    facts = RepositoryFacts.open(r.root, warn=print, isolated=True)
-    facts.refresh()
-    found = facts.describe(["x", "yz"], Lookup(NOW_SECONDS)).facts
-    assert [fact.days for fact in found.values() if not isinstance(fact, OSError)] == [0, 0]
+    facts, _ = facts_of(r.root)
+    assert days(facts, "x", "yz") == [0, 0]
 
 
 def test_a_file_asked_about_again_is_trusted_once_it_settles_and_asked_again_if_edited(
@@ -387,20 +378,13 @@ def test_a_file_asked_about_again_is_trusted_once_it_settles_and_asked_again_if_
         return real_run(git, *args, **options)
 
     monkeypatch.setattr(Git, "run", run)
-    facts = RepositoryFacts.open(r.root, warn=print, isolated=True)
-
-    def days() -> int:
-        facts.refresh()
-        fact = facts.describe(["a.txt"], Lookup(NOW_SECONDS)).facts["a.txt"]
-        assert not isinstance(fact, OSError)
-        return fact.days
-
-    assert days() == 59 and len(statuses) == 1  # the whole status
-    assert days() == 59 and len(statuses) == 2 and statuses[1][-1] == "a.txt"  # asked about again
+    facts, _ = facts_of(r.root)
+    assert days(facts, "a.txt") == [59] and len(statuses) == 1  # the whole status
+    assert days(facts, "a.txt") == [59] and len(statuses) == 2 and statuses[1][-1] == "a.txt"  # asked about again
     before = os.stat(r.root / "a.txt")
     r.write("a.txt", "2\n")  # the same size, the same time: only the time of the answer tells
     os.utime(r.root / "a.txt", ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert days() == 0 and len(statuses) == 3
+    assert days(facts, "a.txt") == [0] and len(statuses) == 3
     clock[0] = 5 * 10**9  # five seconds on: the answer now is older than the file by far
-    assert days() == 0 and len(statuses) == 4  # (its ctime is within the second before)
-    assert days() == 0 and len(statuses) == 4  # settled: trusted as last answered
+    assert days(facts, "a.txt") == [0] and len(statuses) == 4  # (its ctime is within the second before)
+    assert days(facts, "a.txt") == [0] and len(statuses) == 4  # settled: trusted as last answered

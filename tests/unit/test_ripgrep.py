@@ -5,33 +5,11 @@ from __future__ import annotations
 import base64
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from codescout_mcp.facts.repository import Lookup, RepositoryFacts
 from codescout_mcp.facts.ripgrep import RipgrepError, read_match_counts
-from tests.gitrepo import NOW_SECONDS
-
-
-def facts_of(root: Path, **options: object) -> tuple[RepositoryFacts, list[str]]:
-    warnings: list[str] = []
-    facts = RepositoryFacts.open(root, warn=warnings.append, isolated=True, **options)  # type: ignore[arg-type]
-    return facts, warnings
-
-
-def days(facts: RepositoryFacts, *names: str, cached_only: bool = False, notes: list[str] | None = None) -> list[int]:
-    facts.refresh()
-    looked_up = facts.describe(names, Lookup(NOW_SECONDS, cached_only=cached_only))
-    if notes is not None:
-        notes[:] = looked_up.notes
-    found = []
-    for name in names:
-        fact = looked_up.facts[name]
-        assert not isinstance(fact, OSError), fact
-        found.append(fact.days)
-    return found
 
 
 def event(kind: str, path: object = None, submatches: object = None) -> bytes:

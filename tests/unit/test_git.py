@@ -387,8 +387,8 @@ def test_a_missing_object_is_not_fetched_from_a_server_the_repository_names(
         status, _, err = git.run("log", "-z", "--format=%x00%ct %H", "--name-only", "HEAD", "--", check=False)
     finally:
         connections = listener.close()
-    # git log fails either way: it says it cannot read the tree, or (when the fetch it started ends
-    # before reading the object ids git writes to it) it is ended by SIGPIPE first.
+    # git log fails: it says it cannot read the tree (in words that differ between gits), or it is
+    # ended by SIGPIPE first, when the fetch it started exits before reading what git writes to it.
     assert status != 0, err
-    assert f"unable to read tree {subtree}".encode() in err or status == -13, (status, err)  # -SIGPIPE
+    assert b"unable to read tree" in err or status == -13, (status, err)  # -13: SIGPIPE
     assert connections == (1 if guard == "neither" else 0), err

@@ -350,6 +350,22 @@ class Listener:
         return self.connections
 
 
+def connecting_ssh(folder: Path) -> Path:
+    """An `ssh` program that opens a TCP connection to the port git names with -p, then fails."""
+    program = folder / "bin" / "ssh"
+    program.parent.mkdir()
+    program.write_text(
+        f"#!{sys.executable}\n"
+        "import socket, sys\n"
+        "port = int(sys.argv[sys.argv.index('-p') + 1])\n"
+        "socket.create_connection(('127.0.0.1', port)).close()\n"
+        "sys.exit('ssh: the connection was closed')\n",
+        encoding="utf-8",
+    )
+    program.chmod(0o755)
+    return program
+
+
 @pytest.mark.parametrize("guard", ["both", "allow-list", "lazy-fetch", "neither"])
 @pytest.mark.parametrize("scheme", ["http", "https", "ftp", "ftps", "git", "ssh"])
 def test_a_missing_object_is_not_fetched_from_a_server_the_repository_names(
@@ -380,6 +396,8 @@ def test_a_missing_object_is_not_fetched_from_a_server_the_repository_names(
         for key, value in settings.items():
             r.git("config", key, value)
         git = Git(r.root, isolated=True, timeout=30)
+        if scheme == "ssh":  # not every machine has an ssh client; this one only connects
+            git.env["GIT_SSH"] = str(connecting_ssh(tmp_path))
         if guard in ("lazy-fetch", "neither"):
             del git.env["GIT_ALLOW_PROTOCOL"]
         if guard in ("allow-list", "neither"):

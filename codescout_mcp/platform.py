@@ -11,6 +11,7 @@ Standard library only, and small: the CLI's `rank` path must stay fast to start.
 
 from __future__ import annotations
 
+import errno
 import ntpath
 import os
 import posixpath
@@ -34,13 +35,9 @@ class System:
 
     __slots__ = (
         "broken_pipe_errnos",
-        "child_creation_flags",
         "command_line_limit",
         "ctime_is_birth",
-        "loop_signals",
         "name",
-        "names_fold_case",
-        "names_fold_unicode",
         "paths",
         "reuse_address_shares_port",
         "strict_surrogates",
@@ -51,40 +48,28 @@ class System:
         *,
         name: str,
         paths: ModuleType,
-        names_fold_case: bool,
-        names_fold_unicode: bool,
         strict_surrogates: bool,
         ctime_is_birth: bool,
-        loop_signals: bool,
         reuse_address_shares_port: bool,
         command_line_limit: int,
-        child_creation_flags: int,
         broken_pipe_errnos: frozenset[int],
     ) -> None:
-        # "linux", "darwin" or "windows" (any other POSIX system behaves as "linux")
+        # The `sys.platform` value: "linux", "darwin" or "win32" (any other POSIX system behaves
+        # as "linux")
         self.name = name
         # posixpath or ntpath: separators, drives, joining
         self.paths = paths
-        # The usual file system ignores letter case (NTFS; APFS and HFS+ as macOS formats them).
-        self.names_fold_case = names_fold_case
-        # The usual file system takes names in any Unicode normalisation as one (APFS, HFS+).
-        self.names_fold_unicode = names_fold_unicode
         # os.fsdecode uses surrogatepass (Windows): bytes that are not UTF-8 raise instead of
         # becoming surrogate escapes.
         self.strict_surrogates = strict_surrogates
         # st_ctime is the creation time (Windows), not the time of the last change.
         self.ctime_is_birth = ctime_is_birth
-        # asyncio's event loops implement add_signal_handler (not on Windows).
-        self.loop_signals = loop_signals
         # SO_REUSEADDR lets another process bind the same port while we listen (Windows).
         self.reuse_address_shares_port = reuse_address_shares_port
         # The longest command line a child process can be given: in bytes on POSIX (ARG_MAX is
         # 2 MiB on Linux, 1 MiB on macOS, shared with the environment), in UTF-16 units on
         # Windows; the figures keep a margin.
         self.command_line_limit = command_line_limit
-        # Process-creation flags that keep a console window from opening for each child (a
-        # server started by a desktop host has no console; Windows would open one per git).
-        self.child_creation_flags = child_creation_flags
         # A broken pipe is reported as EINVAL (Windows) as well as EPIPE.
         self.broken_pipe_errnos = broken_pipe_errnos
 
@@ -93,60 +78,41 @@ class System:
 
     @property
     def windows(self) -> bool:
-        return self.name == "windows"
+        return self.name == "win32"
 
-
-_EPIPE: Final = frozenset({32})  # errno.EPIPE on every system
-_EINVAL: Final = 22
 
 LINUX: Final = System(
     name="linux",
     paths=posixpath,
-    names_fold_case=False,
-    names_fold_unicode=False,
     strict_surrogates=False,
     ctime_is_birth=False,
-    loop_signals=True,
     reuse_address_shares_port=False,
     command_line_limit=1 << 20,
-    child_creation_flags=0,
-    broken_pipe_errnos=_EPIPE,
+    broken_pipe_errnos=frozenset({errno.EPIPE}),
 )
 MACOS: Final = System(
     name="darwin",
     paths=posixpath,
-    names_fold_case=True,
-    names_fold_unicode=True,
     strict_surrogates=False,
     ctime_is_birth=False,
-    loop_signals=True,
     reuse_address_shares_port=False,
     command_line_limit=1 << 19,
-    child_creation_flags=0,
-    broken_pipe_errnos=_EPIPE,
+    broken_pipe_errnos=frozenset({errno.EPIPE}),
 )
 WINDOWS: Final = System(
-    name="windows",
+    name="win32",
     paths=ntpath,
-    names_fold_case=True,
-    names_fold_unicode=False,
     strict_surrogates=True,
     ctime_is_birth=True,
-    loop_signals=False,
     reuse_address_shares_port=True,
     command_line_limit=32_767 - 2_767,  # CreateProcess's limit, less room for git's own arguments
-    child_creation_flags=0x08000000,  # CREATE_NO_WINDOW
-    broken_pipe_errnos=_EPIPE | {_EINVAL},
+    broken_pipe_errnos=frozenset({errno.EPIPE, errno.EINVAL}),
 )
 
 
 def system_for(platform: str) -> System:
-    """The rules for a `sys.platform` value."""
-    if platform == "win32":
-        return WINDOWS
-    if platform == "darwin":
-        return MACOS
-    return LINUX
+    """The rules for a `sys.platform` value (any other POSIX system follows Linux's)."""
+    return {MACOS.name: MACOS, WINDOWS.name: WINDOWS}.get(platform, LINUX)
 
 
 CURRENT: Final = system_for(sys.platform)
@@ -201,13 +167,6 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-def folded(name: str, system: System = CURRENT) -> str:
-    """`name` as a file system that ignores case (and normalisation) compares it."""
-    if system.names_fold_unicode or system.names_fold_case:
-        name = unicodedata.normalize("NFC", name)
-    return name.casefold() if system.names_fold_case else name
-
-
 def loose_key(name: str) -> str:
     """`name` as the loosest file system compares it: without case, in one normalisation."""
     return unicodedata.normalize("NFC", name).casefold()
@@ -219,38 +178,31 @@ def windows_plain_name(name: str) -> str:
     parts = name.split("/")
     if parts[-1].lower().endswith("::$data"):
         parts[-1] = parts[-1][: -len("::$data")]
-    return "/".join(part if part in (".", "..") else part.rstrip(". ") or part for part in parts)
-
-
-# How a Windows path's short 8.3 parts are written out in full (GetLongPathNameW); set below on
-# Windows, and by the tests that stand in for it elsewhere.
-_long_path_of: Callable[[str], str] | None = None
+    return "/".join(part.rstrip(". ") or part for part in parts)  # (`.`, `..` and `...` stay)
 
 
 def long_path(path: str, system: System = CURRENT) -> str:
     """`path` with each short 8.3 part (`PROGRA~1`) in its long form, on Windows; else as it is."""
     if not system.windows or _long_path_of is None:
         return path
-    try:
-        return _long_path_of(path)
-    except OSError:
-        return path
+    return _long_path_of(path)
 
 
-def _windows_long_path(path: str) -> str:  # pragma: no cover - Windows only
+def _windows_long_path(path: str) -> str:
+    """GetLongPathNameW's answer, on Windows (the tests stand in for the API elsewhere)."""
     import ctypes
 
     kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined, unused-ignore]
-    size = 32_768
+    size = 32_768  # the longest Windows path, 32,767 units, and its NUL
     buffer = ctypes.create_unicode_buffer(size)
+    # The length written; 0 when it fails (no such file); the size needed when there is no room.
     written = kernel32.GetLongPathNameW(path, buffer, size)
-    if not written or written >= size:
-        raise OSError(0, "GetLongPathNameW failed")
-    return str(buffer.value)
+    return str(buffer.value) if 0 < written < size else path
 
 
-if sys.platform == "win32":  # pragma: no cover - Windows only
-    _long_path_of = _windows_long_path
+# How a Windows path's short 8.3 parts are written out in full, giving the path back as it is
+# where that cannot be done (the tests stand in for it on other systems).
+_long_path_of: Callable[[str], str] | None = _windows_long_path if CURRENT.windows else None
 
 
 def posix_form(path: str, system: System = CURRENT) -> str:

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 # `.bat` or `.cmd` would run through cmd.exe, whose reading of arguments no quoting makes safe
 # for file names, so such a file is never taken for the program.
 WINDOWS_PROGRAM_SUFFIXES: Final = (".exe", ".com")
+# Windows process-creation flags. A server started by a desktop host has no console, and
+# Windows would open a console window for each child without CREATE_NO_WINDOW.
+CREATE_NO_WINDOW: Final = 0x08000000
+CREATE_NEW_PROCESS_GROUP: Final = 0x00000200
 
 
 def find_program(
@@ -86,7 +90,7 @@ def child_options(system: System = CURRENT) -> dict[str, Any]:
     """Popen options that put a child in a group of its own (so it can be ended with its
     children) and, on Windows, keep it from opening a console window."""
     if system.windows:
-        return {"creationflags": system.child_creation_flags | 0x00000200}  # CREATE_NEW_PROCESS_GROUP
+        return {"creationflags": CREATE_NO_WINDOW | CREATE_NEW_PROCESS_GROUP}
     return {"start_new_session": True}
 
 
@@ -100,7 +104,7 @@ def end_child(proc: subprocess.Popen[bytes]) -> None:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            creationflags=CURRENT.child_creation_flags,
+            creationflags=CREATE_NO_WINDOW,
             check=False,
         )
         with contextlib.suppress(OSError):

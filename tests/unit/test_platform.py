@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import errno
 import json
+import ntpath
 import os
+import posixpath
+import socket
 import subprocess
 import sys
 import time
@@ -25,15 +28,88 @@ from codescout_mcp.cli_streams import is_console
 from codescout_mcp.facts.repository import FileFacts, Lookup, RepositoryFacts, _chunks
 from codescout_mcp.facts.ripgrep import read_match_counts
 from codescout_mcp.paths import ancestors, changed_ns, read_regular, relative_inside, relative_to, resolved_folder
-from codescout_mcp.platform import LINUX, MACOS, WINDOWS, decode_name, name_problem, system_for
+from codescout_mcp.platform import LINUX, MACOS, WINDOWS, decode_name, name_problem, stop_signals, system_for
 from codescout_mcp.processes import child_options
 from tests.gitrepo import NOW, NOW_SECONDS, Repo, env_for, run
 from tests.helpers import codescout_exe, installed
+from tests.platforms import linux_only
 
 
 def test_the_running_system_is_known() -> None:
     assert system_for("win32") is WINDOWS and system_for("darwin") is MACOS and system_for("linux") is LINUX
     assert system_for("freebsd14") is LINUX  # any other POSIX system follows the POSIX rules
+
+
+@pytest.mark.parametrize("system", [LINUX, MACOS, WINDOWS], ids=repr)
+def test_each_system_is_found_by_the_platform_value_it_names(system: platform.System) -> None:
+    assert system_for(system.name) is system
+    assert repr(system) == f"System({system.name!r})"
+    assert system.windows is (system is WINDOWS)
+    assert system.paths is (ntpath if system is WINDOWS else posixpath)
+
+
+def test_the_running_systems_rules_are_what_this_machine_does(tmp_path: Path) -> None:
+    """Each field of the running system's rules, checked against the system itself (so on Linux
+    LINUX's; macOS and Windows check theirs where the suite runs there)."""
+    system = platform.CURRENT
+    assert system.paths is os.path
+    try:
+        os.fsdecode(b"caf\xe9")
+    except UnicodeDecodeError:
+        refused = True
+    else:
+        refused = False
+    assert refused is system.strict_surrogates
+    # st_ctime after a change of mode: the time of that change, or (Windows) still the creation
+    target = tmp_path / "a.txt"
+    target.write_bytes(b"x")
+    before = os.stat(target).st_ctime_ns
+    time.sleep(0.05)  # past the coarse clock file times are taken from
+    os.chmod(target, 0o600)
+    assert (os.stat(target).st_ctime_ns == before) is system.ctime_is_birth
+    # SO_REUSEADDR on both: may a second socket bind the port the first listens on?
+    with socket.socket() as first, socket.socket() as second:
+        for sock in (first, second):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        first.bind(("127.0.0.1", 0))
+        first.listen()
+        try:
+            second.bind(first.getsockname())
+        except OSError:
+            shared = False
+        else:
+            shared = True
+    assert shared is system.reuse_address_shares_port
+    # A child given the longest run of names the limit lets through starts.
+    names = ["n" * 999] * (3 * system.command_line_limit // 1000)
+    longest = _chunks(names, system)[0]
+    assert len(longest) < len(names)
+    subprocess.run([sys.executable, "-c", "", *longest], check=True)
+    # Writing to a pipe whose reader has gone fails with one of the broken-pipe numbers.
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        with pytest.raises(OSError) as caught:  # noqa: PT011 - its number is what is checked, below
+            os.write(writer, b"x")
+    finally:
+        os.close(writer)
+    assert caught.value.errno in system.broken_pipe_errnos
+
+
+def test_the_signals_that_stop_a_server_by_each_systems_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Simulated: the signal module as POSIX and as Windows have it, and a SIGHUP ignored (nohup)."""
+    import signal
+
+    ignored: set[int] = set()
+    monkeypatch.setattr(signal, "getsignal", lambda number: signal.SIG_IGN if number in ignored else signal.SIG_DFL)
+    monkeypatch.setattr(signal, "SIGHUP", 1, raising=False)
+    monkeypatch.delattr(signal, "SIGBREAK", raising=False)
+    assert stop_signals() == (signal.SIGTERM, signal.SIGINT, 1)
+    ignored.add(1)
+    assert stop_signals() == (signal.SIGTERM, signal.SIGINT)
+    monkeypatch.delattr(signal, "SIGHUP")
+    monkeypatch.setattr(signal, "SIGBREAK", 21, raising=False)
+    assert stop_signals() == (signal.SIGTERM, signal.SIGINT, 21)
 
 
 # --- where a path is (item 2, 3, 4) ----------------------------------------------------------------
@@ -106,6 +182,20 @@ def test_names_that_are_not_utf8_decode_by_each_systems_rules() -> None:
     assert decode_name(b"caf\xe9.txt", WINDOWS) == "caf\udce9.txt"
     assert decode_name(b"a\xed\xa0\x80b", WINDOWS) == "a\ud800b"
     assert decode_name("é".encode(), WINDOWS) == "é"
+    assert decode_name(b"caf\xe9.txt", MACOS) == "caf\udce9.txt"  # macOS's file-system codec is UTF-8
+
+
+@linux_only("a file-system encoding other than UTF-8 (macOS's and Windows' are always UTF-8)")
+def test_names_decode_as_the_running_system_does_in_an_ascii_locale() -> None:
+    """Under the C locale with Python's UTF-8 mode off, file names are ASCII with escapes."""
+    probe = (
+        "import os\n"
+        "from codescout_mcp.platform import decode_name\n"
+        "print(ascii(decode_name(b'caf\\xc3\\xa9')), ascii(os.fsdecode(b'caf\\xc3\\xa9')))\n"
+    )
+    env = {**os.environ, "LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["'caf\\udcc3\\udca9'"] * 2
 
 
 def windows_fsdecode(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -167,6 +257,7 @@ def test_what_a_file_time_says_of_a_change_by_each_systems_rules(tmp_path: Path)
     assert changed_ns(as_windows_sees_it, WINDOWS) == edited
     assert changed_ns(stat_with(base, st_mtime_ns=created, st_ctime_ns=edited), LINUX) == edited
     assert changed_ns(stat_with(base, st_mtime_ns=edited, st_ctime_ns=created), LINUX) == edited  # mtime set ahead
+    assert changed_ns(stat_with(base, st_mtime_ns=created, st_ctime_ns=edited), MACOS) == edited
 
 
 def test_an_edit_is_seen_where_st_ctime_is_the_creation_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -260,8 +351,9 @@ def test_a_repository_asked_about_more_paths_than_a_command_line_holds(tmp_path:
 
 def test_children_get_a_group_of_their_own_and_no_window() -> None:
     assert child_options(LINUX) == {"start_new_session": True}
-    flags = child_options(WINDOWS)["creationflags"]
-    assert flags & 0x08000000 and flags & 0x00000200  # CREATE_NO_WINDOW, CREATE_NEW_PROCESS_GROUP
+    assert child_options(MACOS) == {"start_new_session": True}
+    # CREATE_NO_WINDOW | CREATE_NEW_PROCESS_GROUP, as Win32 numbers them
+    assert child_options(WINDOWS) == {"creationflags": 0x08000000 | 0x00000200}
 
 
 # --- git found, or said to be missing (item 8) --------------------------------------------------------------
@@ -476,9 +568,57 @@ def test_a_name_windows_opens_as_gits_file_is_answered_as_that_file(
 def test_windows_plain_names() -> None:
     assert platform.windows_plain_name("src./a.py. ") == "src/a.py"
     assert platform.windows_plain_name("a.py::$DATA") == "a.py"
+    assert platform.windows_plain_name("src/a.py.::$data") == "src/a.py"
+    assert platform.windows_plain_name("a.py::$DATA/b") == "a.py::$DATA/b"  # a folder's name is not a stream
     assert platform.windows_plain_name("../x/./a") == "../x/./a"
     assert platform.windows_plain_name("...") == "..."  # a name of dots only is left as it is
     assert platform.long_path("C:\\PROGRA~1\\x", LINUX) == "C:\\PROGRA~1\\x"
+
+
+def test_short_names_are_written_out_in_full_on_windows_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    short = "C:\\PROGRA~1\\x.py"
+    assert platform.long_path("C:\\NO-SUCH~1\\x.py", WINDOWS) == "C:\\NO-SUCH~1\\x.py"  # here, or no such file
+    asked: list[str] = []
+
+    def long_form(path: str) -> str:
+        asked.append(path)
+        return path.replace("PROGRA~1", "Program Files")
+
+    monkeypatch.setattr(platform, "_long_path_of", long_form)
+    assert platform.long_path(short, WINDOWS) == "C:\\Program Files\\x.py"
+    assert platform.long_path(short, LINUX) == short and platform.long_path(short, MACOS) == short
+    assert asked == [short]
+
+
+def test_the_long_form_is_asked_of_windows_as_its_api_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GetLongPathNameW, simulated: it returns the length written, 0 on failure, or, when the buffer
+    is too small, the size the answer needs (its NUL counted), writing nothing."""
+    import ctypes
+
+    answers = {"C:\\PROGRA~1": "C:\\Program Files", "C:\\DEEP~1": "C:\\" + "d" * 40_000}
+    sizes: list[int] = []
+
+    class Kernel32:
+        @staticmethod
+        def GetLongPathNameW(path: str, buffer: Any, size: int) -> int:
+            sizes.append(size)
+            assert len(buffer) == size
+            answer = answers.get(path)
+            if answer is None:
+                return 0
+            if len(answer) >= size:
+                return len(answer) + 1
+            buffer.value = answer
+            return len(answer)
+
+    class WinDLL:
+        kernel32 = Kernel32()
+
+    monkeypatch.setattr(ctypes, "windll", WinDLL(), raising=False)
+    assert platform._windows_long_path("C:\\PROGRA~1") == "C:\\Program Files"
+    for failing in ("C:\\GONE~1", "C:\\DEEP~1"):  # no such file; a long form with no room for it
+        assert platform._windows_long_path(failing) == failing
+    assert sizes == [32_768] * 3  # the longest Windows path, 32,767 units, and its NUL
 
 
 def test_an_edit_that_puts_the_modification_time_back_is_seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -112,7 +112,7 @@ def is_link(path: str) -> bool:
     isjunction: Callable[[str], bool] | None = getattr(os.path, "isjunction", None)  # Python 3.12
     if isjunction is not None:
         return isjunction(path)
-    if CURRENT.windows:  # pragma: no cover - Windows before Python 3.12
+    if CURRENT.windows:  # Windows before Python 3.12 (simulated in the tests elsewhere)
         try:
             tag = os.lstat(path).st_reparse_tag  # type: ignore[attr-defined, unused-ignore]
         except (OSError, AttributeError):
@@ -238,7 +238,8 @@ def _opened_inside(fd: int, path: str, root: str) -> bool:
     opened: str | None = None
     if sys.platform == "linux":
         with contextlib.suppress(OSError):
-            opened = os.readlink(f"/proc/self/fd/{fd}").removesuffix(" (deleted)")
+            # (a file removed since it was opened has " (deleted)" after its name: still inside)
+            opened = os.readlink(f"/proc/self/fd/{fd}")
     elif sys.platform == "darwin":
         import fcntl
 

@@ -195,6 +195,7 @@ TESTS: dict[str, list[str]] = {
     ],
     # Paths held inside a workspace or repository, and files read only when regular.
     "paths.py": [
+        "tests/unit/test_paths.py",
         "tests/unit/test_platform.py",
         "tests/unit/test_repository_parts.py",
         "tests/unit/test_top_ranked.py",

@@ -25,6 +25,7 @@ import pytest
 
 from codescout_mcp import cli_streams, paths, platform, processes
 from codescout_mcp.cli_streams import is_console
+from codescout_mcp.facts.git import Git
 from codescout_mcp.facts.repository import FileFacts, Lookup, RepositoryFacts, _chunks
 from codescout_mcp.facts.ripgrep import read_match_counts
 from codescout_mcp.paths import ancestors, changed_ns, read_regular, relative_inside, relative_to, resolved_folder
@@ -44,6 +45,7 @@ def test_the_running_system_is_known() -> None:
 def test_each_system_is_found_by_the_platform_value_it_names(system: platform.System) -> None:
     assert system_for(system.name) is system
     assert repr(system) == f"System({system.name!r})"
+    assert system.name in ("linux", "darwin", "win32")  # the sys.platform values
     assert system.windows is (system is WINDOWS)
     assert system.paths is (ntpath if system is WINDOWS else posixpath)
 
@@ -183,6 +185,7 @@ def test_names_that_are_not_utf8_decode_by_each_systems_rules() -> None:
     assert decode_name(b"a\xed\xa0\x80b", WINDOWS) == "a\ud800b"
     assert decode_name("é".encode(), WINDOWS) == "é"
     assert decode_name(b"caf\xe9.txt", MACOS) == "caf\udce9.txt"  # macOS's file-system codec is UTF-8
+    assert decode_name(b"a\xed\xa0\x80b", MACOS) == "a\udced\udca0\udc80b"  # escaped, as a POSIX name
 
 
 @linux_only("a file-system encoding other than UTF-8 (macOS's and Windows' are always UTF-8)")
@@ -255,6 +258,8 @@ def test_what_a_file_time_says_of_a_change_by_each_systems_rules(tmp_path: Path)
     created, edited = 1_000_000_000_000_000_000, 1_700_000_000_000_000_000
     as_windows_sees_it = stat_with(base, st_mtime_ns=edited, st_ctime_ns=created)  # ctime: the creation
     assert changed_ns(as_windows_sees_it, WINDOWS) == edited
+    copied = stat_with(base, st_mtime_ns=created, st_ctime_ns=edited)  # a copy keeps its source's mtime
+    assert changed_ns(copied, WINDOWS) == created
     assert changed_ns(stat_with(base, st_mtime_ns=created, st_ctime_ns=edited), LINUX) == edited
     assert changed_ns(stat_with(base, st_mtime_ns=edited, st_ctime_ns=created), LINUX) == edited  # mtime set ahead
     assert changed_ns(stat_with(base, st_mtime_ns=created, st_ctime_ns=edited), MACOS) == edited
@@ -325,6 +330,18 @@ def test_path_lists_are_measured_as_each_system_measures_a_command_line() -> Non
         sum(len(name.encode("utf-16-le")) // 2 + 3 for name in run) <= WINDOWS.command_line_limit for run in runs
     )
     assert len(runs) > len(_chunks([name.replace("\U0001f600", "a") for name in emoji], WINDOWS))
+
+
+def test_the_longest_git_command_line_fits_what_windows_starts() -> None:
+    """CreateProcess takes 32,767 UTF-16 units with the NUL: the git status run on the longest
+    run of names, with git's own settings and a long path to git, must be shorter."""
+    program = "C:\\" + "\\".join(["Program Files (x86)"] * 12) + "\\Git\\cmd\\git.exe"  # 250 units
+    git = Git(Path("."))
+    names = [f"src/\U0001f600 folder {i}/a file {i}.py" for i in range(5_000)]
+    for run_ in _chunks(names, WINDOWS):
+        argv = git.command("status", "--porcelain=v1", "-z", "--untracked-files=no", "--", *run_)
+        line = subprocess.list2cmdline([program, *argv[1:]])
+        assert len(line.encode("utf-16-le")) // 2 < 32_767
 
 
 def test_a_repository_asked_about_more_paths_than_a_command_line_holds(tmp_path: Path) -> None:

@@ -344,6 +344,20 @@ def test_the_longest_git_command_line_fits_what_windows_starts() -> None:
         assert len(line.encode("utf-16-le")) // 2 < 32_767
 
 
+@pytest.mark.parametrize(
+    ("system", "arg_max"),
+    [(LINUX, 2 << 20), (MACOS, 1 << 20)],  # Linux's with the usual 8 MiB stack; macOS's sys/syslimits.h
+    ids=repr,
+)
+def test_the_longest_git_command_line_leaves_room_for_an_environment(system: platform.System, arg_max: int) -> None:
+    """ARG_MAX holds the arguments and the environment together, each string with its NUL and a
+    pointer to it: the git status run on the longest run of names leaves 256 KiB for the rest."""
+    git = Git(Path("."))
+    names = [f"src/\u6f22 folder {i}/a file {i}.py" for i in range(100_000)]
+    argv = git.command("status", "--porcelain=v1", "-z", "--untracked-files=no", "--", *_chunks(names, system)[0])
+    assert sum(len(os.fsencode(arg)) + 1 + 8 for arg in argv) + (256 << 10) <= arg_max
+
+
 def test_a_repository_asked_about_more_paths_than_a_command_line_holds(tmp_path: Path) -> None:
     r = Repo(tmp_path / "r")
     names = [f"n{i:03d}.txt" for i in range(60)]

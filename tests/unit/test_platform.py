@@ -603,6 +603,7 @@ def test_windows_plain_names() -> None:
     assert platform.windows_plain_name("a.py::$DATA/b") == "a.py::$DATA/b"  # a folder's name is not a stream
     assert platform.windows_plain_name("../x/./a") == "../x/./a"
     assert platform.windows_plain_name("...") == "..."  # a name of dots only is left as it is
+    assert platform.windows_plain_name("MATRIX/SAX") == "MATRIX/SAX"  # only dots and spaces are taken off
     assert platform.long_path("C:\\PROGRA~1\\x", LINUX) == "C:\\PROGRA~1\\x"
 
 
@@ -626,7 +627,7 @@ def test_the_long_form_is_asked_of_windows_as_its_api_answers(monkeypatch: pytes
     is too small, the size the answer needs (its NUL counted), writing nothing."""
     import ctypes
 
-    answers = {"C:\\PROGRA~1": "C:\\Program Files", "C:\\DEEP~1": "C:\\" + "d" * 40_000}
+    answers = {"C:\\PROGRA~1": "C:\\Program Files", "C:\\DEEP~1": "C:\\" + "d" * 40_000, "A": "a"}
     sizes: list[int] = []
 
     class Kernel32:
@@ -647,9 +648,10 @@ def test_the_long_form_is_asked_of_windows_as_its_api_answers(monkeypatch: pytes
 
     monkeypatch.setattr(ctypes, "windll", WinDLL(), raising=False)
     assert platform._windows_long_path("C:\\PROGRA~1") == "C:\\Program Files"
+    assert platform._windows_long_path("A") == "a"  # a relative name of one letter: one unit written
     for failing in ("C:\\GONE~1", "C:\\DEEP~1"):  # no such file; a long form with no room for it
         assert platform._windows_long_path(failing) == failing
-    assert sizes == [32_768] * 3  # the longest Windows path, 32,767 units, and its NUL
+    assert sizes == [32_768] * 4  # the longest Windows path, 32,767 units, and its NUL
 
 
 def test_an_edit_that_puts_the_modification_time_back_is_seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -211,6 +211,7 @@ TESTS: dict[str, list[str]] = {
     ],
     # The children ended on every way a command or a server stops, besides the facts' tests.
     "processes.py": [
+        "tests/unit/test_processes.py",
         "tests/unit/test_git.py",
         "tests/unit/test_platform.py",
         "tests/repositories/test_hostile_checkouts.py",

@@ -1,0 +1,174 @@
+"""`processes.py` in process: children run with a deadline over their whole run, output held to
+its bound, streamed children, a memory bound, programs found only where PATH names an absolute
+folder, and every child (and what it started) ended with its group."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codescout_mcp import processes
+from codescout_mcp.processes import (
+    CHILD_DATA_BYTES,
+    ChildOutputTooLarge,
+    ChildTimeout,
+    StreamedChild,
+    find_program,
+    run_child,
+)
+from tests.platforms import PROC, PROCESS_GROUPS, linux_only, posix_only
+
+ENV = dict(os.environ)
+
+
+@pytest.fixture(autouse=True)
+def no_child_kept() -> Iterator[None]:
+    """Each test's children are gone from the set of running children once it ends (set aside
+    what other tests in this process may have left there)."""
+    before = set(processes._RUNNING)
+    yield
+    assert not processes._RUNNING - before
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie, ended but not yet reaped by its parent, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_child_says_its_status_and_both_outputs(tmp_path: Path) -> None:
+    code = "import os, sys; sys.stdout.write(os.getcwd()); sys.stderr.write('err'); sys.exit(3)"
+    status, out, err = run_child(python(code), cwd=str(tmp_path), env=ENV, seconds=30)
+    assert (status, out, err) == (3, os.fsencode(tmp_path), b"err")
+    assert run_child(python("print(open(0).read() == '')"), cwd=".", env=ENV, seconds=30)[1].strip() == b"True"
+
+
+def test_output_up_to_the_limit_is_kept_and_one_byte_more_is_too_large() -> None:
+    for size in (0, 1, 100_000):
+        code = f"import sys; sys.stdout.buffer.write(b'x' * {size})"
+        assert run_child(python(code), cwd=".", env=ENV, seconds=30, limit=size)[1] == b"x" * size
+        if size:
+            with pytest.raises(ChildOutputTooLarge):
+                run_child(python(code), cwd=".", env=ENV, seconds=30, limit=size - 1)
+    # stderr: its first 64 KiB kept, the rest read and dropped (it never makes the child wait)
+    code = "import sys; sys.stderr.buffer.write(b'e' * (1 << 20)); print('done')"
+    status, out, err = run_child(python(code), cwd=".", env=ENV, seconds=30)
+    assert (status, out.strip(), len(err)) == (0, b"done", 1 << 16)
+
+
+def test_a_silent_child_is_ended_at_its_deadline() -> None:
+    started = time.monotonic()
+    with pytest.raises(ChildTimeout):
+        run_child(python("import time; time.sleep(30)"), cwd=".", env=ENV, seconds=0.5)
+    assert time.monotonic() - started < 10
+
+
+@posix_only(PROCESS_GROUPS)
+@linux_only(PROC)
+def test_a_grandchild_holding_the_pipes_is_ended_at_the_deadline_with_its_group(tmp_path: Path) -> None:
+    """The child exits at once; what it started keeps stdout open. The deadline still holds, and
+    the grandchild is ended with the child's group."""
+    pid_file = tmp_path / "pid"
+    code = (
+        "import subprocess, sys\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+    )
+    started = time.monotonic()
+    with pytest.raises(ChildTimeout):
+        run_child(python(code), cwd=".", env=ENV, seconds=2)
+    assert time.monotonic() - started < 10
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(grandchild)
+
+
+def test_a_streamed_child_is_read_as_it_comes_and_then_finished() -> None:
+    code = "import sys; sys.stdout.write('abcdef'); sys.stderr.write('warned'); sys.exit(4)"
+    child = StreamedChild(python(code), cwd=".", env=ENV, seconds=30)
+    try:
+        assert child.read(4) == b"abcd" and not child.ended_at_eof
+        assert child.read(100) == b"ef" and not child.ended_at_eof
+        assert child.read(100) == b"" and child.ended_at_eof
+        assert child.finish() == (4, b"warned")
+    finally:
+        child.close()
+
+
+def test_a_streamed_child_that_prints_nothing_ends_at_its_deadline() -> None:
+    child = StreamedChild(python("import time; time.sleep(30)"), cwd=".", env=ENV, seconds=0.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ChildTimeout):
+            child.read(10)
+        assert child.expired
+    finally:
+        child.close()
+    assert time.monotonic() - started < 10
+
+
+def test_a_streamed_child_that_will_not_finish_is_a_timeout() -> None:
+    child = StreamedChild(python("import time; print(flush=True); time.sleep(30)"), cwd=".", env=ENV, seconds=30)
+    try:
+        assert child.read(1) == b"\n"
+        started = time.monotonic()
+        with pytest.raises(ChildTimeout):
+            child.finish(seconds=0.3)
+        assert time.monotonic() - started < 5
+    finally:
+        child.close()
+    assert child.proc.poll() is not None  # close ended it
+
+
+@posix_only(PROCESS_GROUPS)
+def test_a_stop_ends_every_child_still_running() -> None:
+    children = [StreamedChild(python("import time; time.sleep(30)"), cwd=".", env=ENV, seconds=60) for _ in range(3)]
+    finished = StreamedChild(python("pass"), cwd=".", env=ENV, seconds=60)
+    finished.proc.wait(10)
+    try:
+        processes.end_all_children()
+        for child in children:
+            assert child.proc.wait(10) == -9  # SIGKILL, sent to its group
+        assert not processes._RUNNING  # and forgets them all
+    finally:
+        for child in [*children, finished]:
+            child.close()
+
+
+@linux_only("RLIMIT_DATA set from outside with prlimit, read back from /proc")
+def test_a_child_is_held_to_the_memory_bound() -> None:
+    child = StreamedChild(python("import time; time.sleep(30)"), cwd=".", env=ENV, seconds=60)
+    try:
+        with open(f"/proc/{child.proc.pid}/limits", encoding="ascii") as limits:
+            line = next(line for line in limits if line.startswith("Max data size"))
+        assert line.split()[3:5] == [str(CHILD_DATA_BYTES)] * 2
+        processes._bound_memory(child.proc.pid + 10_000_000)  # no such child: nothing is said
+    finally:
+        child.close()
+
+
+@posix_only("executable bits")
+def test_a_program_is_a_file_that_may_be_run(tmp_path: Path) -> None:
+    for name, mode in (("runs", 0o755), ("readable", 0o644)):
+        (tmp_path / name).write_text("#!/bin/sh\n", encoding="utf-8")
+        (tmp_path / name).chmod(mode)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder").chmod(0o755)
+    assert find_program("runs", path=str(tmp_path)) == str(tmp_path / "runs")
+    for name in ("readable", "folder", "gone"):
+        assert find_program(name, path=str(tmp_path)) is None
+    assert find_program("runs", path=f"{tmp_path / 'gone'}{os.pathsep}{tmp_path}") == str(tmp_path / "runs")

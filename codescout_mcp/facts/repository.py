@@ -41,6 +41,15 @@ SECONDS_PER_DAY: Final = 86_400
 STATUS_SLACK_NS: Final = 1_000_000_000
 # The most a HEAD file can sensibly hold ("ref: refs/heads/<name>" or a commit id).
 HEAD_LIMIT: Final = 64 * 1024
+# git status as codescout runs it, before `--` and the names it asks about.
+STATUS_ARGUMENTS: Final = (
+    "status",
+    "--porcelain=v1",
+    "-z",
+    "--untracked-files=no",
+    "--ignore-submodules=all",
+    "--no-renames",
+)
 
 
 class NeedsWork(Exception):
@@ -489,12 +498,23 @@ class RepositoryFacts:
         by definition, and looking for them would walk the whole work tree.
         """
         assert self.git is not None
-        args = ("status", "--porcelain=v1", "-z", "--untracked-files=no", "--ignore-submodules=all", "--no-renames")
         self._check_attributes()
         filters = self.git.filter_overrides(self._config_keys)
+        # What every run carries besides the names: git's own arguments, and on POSIX the
+        # settings given through the environment, which shares the same limit.
+        fixed = self.git.command(*STATUS_ARGUMENTS, "--", extra=filters.arguments)
+        if not self.system.windows:
+            fixed += [f"{key}={value}" for key, value in filters.environment.items()]
+        if _command_cost(fixed, self.system) > self.system.command_line_limit // 2:
+            raise GitError(
+                f"{shown(str(self.base))} defines more filter drivers than codescout can tell git to "
+                "leave unused on one command line; its files are not read"
+            )
         changed: set[str] = set()
-        for chunk in _chunks(list(names), self.system) if names else [[]]:
-            _, out, _ = self.git.run(*args, "--", *chunk, overrides=filters, seconds=lookup.seconds_left(self.base))
+        for chunk in _chunks(list(names), self.system, fixed) if names else [[]]:
+            _, out, _ = self.git.run(
+                *STATUS_ARGUMENTS, "--", *chunk, overrides=filters, seconds=lookup.seconds_left(self.base)
+            )
             for field in out.split(b"\0"):
                 if len(field) >= 4 and field[:2] not in (b"??", b"!!"):
                     changed.add(decode_name(field[3:], self.system))
@@ -578,22 +598,27 @@ def _read_log(entries: Iterator[tuple[int, bytes, str]], base: Path) -> Iterator
         raise GitError(f"git log printed what codescout cannot read in {shown(str(base))}") from None
 
 
-def _chunks(names: list[str], system: System) -> list[list[str]]:
-    """`names` in runs whose command lines stay under the system's limit, measured as it measures.
+def _command_cost(arguments: Iterable[str], system: System) -> int:
+    """What `arguments` take of a command line, counted as the system counts.
 
     POSIX counts the bytes of each argument and its NUL (a name of three-byte characters is
     three times its length); Windows counts UTF-16 units of the whole command line, each
     argument with a separator and its quotes.
     """
-    limit = system.command_line_limit
+    if system.windows:
+        return sum(len(argument.encode("utf-16-le", "surrogatepass")) // 2 + 3 for argument in arguments)
+    return sum(len(argument.encode("utf-8", "surrogateescape")) + 1 for argument in arguments)
+
+
+def _chunks(names: list[str], system: System, fixed: list[str]) -> list[list[str]]:
+    """`names` in runs that, each with the `fixed` arguments, stay under the system's command-line
+    limit (a name too long even alone is a run of its own)."""
+    limit = system.command_line_limit - _command_cost(fixed, system)
     runs: list[list[str]] = []
     run: list[str] = []
     size = 0
     for name in names:
-        if system.windows:
-            cost = len(name.encode("utf-16-le", "surrogatepass")) // 2 + 3
-        else:
-            cost = len(name.encode("utf-8", "surrogateescape")) + 1
+        cost = _command_cost((name,), system)
         if run and size + cost > limit:
             runs.append(run)
             run, size = [], 0

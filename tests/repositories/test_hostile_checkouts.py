@@ -215,6 +215,26 @@ def test_a_filter_driver_whose_name_holds_an_equals_sign_never_runs(tmp_path: Pa
     assert sorted(p.name for p in marks.iterdir()) == []
 
 
+def test_more_filter_drivers_than_a_command_line_holds_are_refused_in_words(tmp_path: Path) -> None:
+    """Each filter driver is turned off by settings on git's command line; 5,000 of them with
+    long names will not fit one. The checkout is refused by name, not with the system's E2BIG."""
+    r = Repo(tmp_path / "r")
+    r.write("a.txt", "x\n")
+    r.commit("2026-01-01T00:00:00Z", "a.txt")
+    with (r.root / ".git" / "config").open("a", encoding="utf-8") as config:
+        for number in range(5_000):
+            config.write(f'[filter "d{number:04d}{"x" * 100}"]\n\tclean = false\n')
+    said = (
+        f"{r.root} defines more filter drivers than codescout can tell git to leave unused on one "
+        "command line; its files are not read"
+    )
+    done = run([codescout_exe(), "hits", "--now", NOW], r.root, stdin=counts("a.txt"))
+    assert (done.returncode, done.stdout, done.stderr.decode()) == (1, b"", f"codescout: {said}\n")
+    result, _ = workspace_call(r.root, ["a.txt"])
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == f"the workspace {r.root} cannot be read: {said}"
+
+
 @posix_only(FAKE_GIT)
 def test_a_git_committed_at_the_checkout_root_is_never_the_git_that_runs(tmp_path: Path) -> None:
     """PATH may name the current folder (an empty entry, `.`, a relative one): it is never searched."""

@@ -25,8 +25,9 @@ import pytest
 
 from codescout_mcp import cli_streams, paths, platform, processes
 from codescout_mcp.cli_streams import is_console
+from codescout_mcp.facts import git as git_module
 from codescout_mcp.facts.git import Git
-from codescout_mcp.facts.repository import FileFacts, Lookup, RepositoryFacts, _chunks
+from codescout_mcp.facts.repository import STATUS_ARGUMENTS, FileFacts, Lookup, RepositoryFacts, _chunks
 from codescout_mcp.facts.ripgrep import read_match_counts
 from codescout_mcp.paths import ancestors, changed_ns, read_regular, relative_inside, relative_to, resolved_folder
 from codescout_mcp.platform import LINUX, MACOS, WINDOWS, decode_name, name_problem, stop_signals, system_for
@@ -84,7 +85,7 @@ def test_the_running_systems_rules_are_what_this_machine_does(tmp_path: Path) ->
     assert shared is system.reuse_address_shares_port
     # A child given the longest run of names the limit lets through starts.
     names = ["n" * 999] * (3 * system.command_line_limit // 1000)
-    longest = _chunks(names, system)[0]
+    longest = _chunks(names, system, [])[0]
     assert len(longest) < len(names)
     subprocess.run([sys.executable, "-c", "", *longest], check=True)
     # Writing to a pipe whose reader has gone fails with one of the broken-pipe numbers.
@@ -309,38 +310,37 @@ def test_names_no_file_can_have() -> None:
 
 def test_long_path_lists_are_split_to_fit_the_command_line() -> None:
     names = [f"src/module_{i:04d}/file.py" for i in range(5000)]
-    runs = _chunks(names, WINDOWS)
+    runs = _chunks(names, WINDOWS, [])
     assert [name for run in runs for name in run] == names
     assert len(runs) > 1
     assert all(sum(len(name) + 3 for name in run) <= WINDOWS.command_line_limit for run in runs)
-    assert _chunks(names, LINUX) == [names]
+    assert _chunks(names, LINUX, []) == [names]
 
 
 def test_path_lists_are_measured_as_each_system_measures_a_command_line() -> None:
     """Bytes on POSIX (a CJK character is three), UTF-16 units on Windows (an emoji is two)."""
     cjk = ["\u6f22" * 80 + f"/{i}" for i in range(20_000)]
     for flavour in (LINUX, MACOS):
-        runs = _chunks(cjk, flavour)
+        runs = _chunks(cjk, flavour, [])
         assert [name for run in runs for name in run] == cjk
         sizes = [sum(len(os.fsencode(name)) + 1 for name in run) for run in runs]
         assert max(sizes) <= flavour.command_line_limit < sizes[0] + len(os.fsencode(runs[1][0])) + 1
     emoji = ["\U0001f600" * 50 + f"{i}" for i in range(2_000)]
-    runs = _chunks(emoji, WINDOWS)
+    runs = _chunks(emoji, WINDOWS, [])
     assert all(
         sum(len(name.encode("utf-16-le")) // 2 + 3 for name in run) <= WINDOWS.command_line_limit for run in runs
     )
-    assert len(runs) > len(_chunks([name.replace("\U0001f600", "a") for name in emoji], WINDOWS))
+    assert len(runs) > len(_chunks([name.replace("\U0001f600", "a") for name in emoji], WINDOWS, []))
 
 
 def test_the_longest_git_command_line_fits_what_windows_starts() -> None:
     """CreateProcess takes 32,767 UTF-16 units with the NUL: the git status run on the longest
     run of names, with git's own settings and a long path to git, must be shorter."""
     program = "C:\\" + "\\".join(["Program Files (x86)"] * 12) + "\\Git\\cmd\\git.exe"  # 250 units
-    git = Git(Path("."))
+    fixed = Git(Path(".")).command(*STATUS_ARGUMENTS, "--")
     names = [f"src/\U0001f600 folder {i}/a file {i}.py" for i in range(5_000)]
-    for run_ in _chunks(names, WINDOWS):
-        argv = git.command("status", "--porcelain=v1", "-z", "--untracked-files=no", "--", *run_)
-        line = subprocess.list2cmdline([program, *argv[1:]])
+    for run_ in _chunks(names, WINDOWS, fixed):
+        line = subprocess.list2cmdline([program, *fixed[1:], *run_])
         assert len(line.encode("utf-16-le")) // 2 < 32_767
 
 
@@ -352,32 +352,51 @@ def test_the_longest_git_command_line_fits_what_windows_starts() -> None:
 def test_the_longest_git_command_line_leaves_room_for_an_environment(system: platform.System, arg_max: int) -> None:
     """ARG_MAX holds the arguments and the environment together, each string with its NUL and a
     pointer to it: the git status run on the longest run of names leaves 256 KiB for the rest."""
-    git = Git(Path("."))
+    fixed = Git(Path(".")).command(*STATUS_ARGUMENTS, "--")
     names = [f"src/\u6f22 folder {i}/a file {i}.py" for i in range(100_000)]
-    argv = git.command("status", "--porcelain=v1", "-z", "--untracked-files=no", "--", *_chunks(names, system)[0])
+    argv = [*fixed, *_chunks(names, system, fixed)[0]]
     assert sum(len(os.fsencode(arg)) + 1 + 8 for arg in argv) + (256 << 10) <= arg_max
 
 
-def test_a_repository_asked_about_more_paths_than_a_command_line_holds(tmp_path: Path) -> None:
+def test_a_repository_asked_about_more_paths_than_a_command_line_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The names asked about go in runs that, with git's arguments and the settings that turn
+    the checkout's filters off (`-c`, and the environment for a name holding '='), fit the limit."""
     r = Repo(tmp_path / "r")
-    names = [f"n{i:03d}.txt" for i in range(60)]
+    names = [f"n{i:03d}" + "x" * 246 + ".txt" for i in range(60)]  # 255 bytes, the most most systems allow
     for name in names:
         r.write(name, "1\n")
     r.commit("2026-01-01T00:00:00Z", *names)
+    for driver in ("lfs", "a=b"):
+        r.git("config", f"filter.{driver}.clean", "false")
     time.sleep(1.1)
+    limit = 8_000
     tiny = platform.System(
         **{slot: getattr(LINUX, slot) for slot in platform.System.__slots__ if slot != "command_line_limit"},
-        command_line_limit=40,
+        command_line_limit=limit,
     )
     facts = RepositoryFacts.open(r.root, warn=lambda _: None, isolated=True, system=tiny)
     facts.refresh()
     assert {getattr(f, "days", None) for f in facts.describe(names, Lookup(NOW_SECONDS)).facts.values()} == {59}
     for name in names[::2]:
         r.write(name, "2\n")  # changed after the first status read: asked about again, in short runs
+    runs: list[list[str]] = []
+    real_run_child = processes.run_child
+
+    def counted(argv: list[str], *, env: dict[str, str], **options: Any) -> Any:
+        if "status" in argv:
+            settings = [f"{key}={value}" for key, value in env.items() if key.startswith("GIT_CONFIG_")]
+            assert sum(len(os.fsencode(arg)) + 1 for arg in [*argv, *settings]) <= limit
+            runs.append(argv[argv.index("--") + 1 :])
+        return real_run_child(argv, env=env, **options)
+
+    monkeypatch.setattr(git_module, "run_child", counted)
     facts.refresh()
     described = facts.describe(names, Lookup(NOW_SECONDS)).facts
     days = {name: getattr(fact, "days", None) for name, fact in described.items()}
     assert days == {name: 0 if index % 2 == 0 else 59 for index, name in enumerate(names)}
+    assert len(runs) > 1 and sorted(name for run_ in runs for name in run_) == names[::2]
 
 
 def test_children_get_a_group_of_their_own_and_no_window() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -157,13 +158,53 @@ def test_a_file_is_read_whole_up_to_its_bound_and_not_past_it(tmp_path: Path) ->
 
 
 @linux_only(PROC)
-def test_a_file_larger_than_its_size_says_is_held_to_the_bound() -> None:
-    """Files in /proc say they hold 0 bytes: the bound is kept by what is read."""
+def test_a_file_larger_than_its_size_says_is_held_to_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files in /proc say they hold 0 bytes (as a file still being written may say less than it
+    will hold): the bound is kept by what is read, however short each read is."""
     assert os.stat("/proc/self/status").st_size == 0
     status = read_regular("/proc/self/status", 1 << 20)
     assert status is not None and status.startswith(b"Name:")
     assert read_regular("/proc/self/status", 10) is None
     assert read_regular("/proc/self/status", len(status) - 1) is None
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, size: real_read(fd, min(size, 7)))  # short reads
+    assert read_regular("/proc/self/status", 70) is None  # ten reads reach the bound exactly: one more
+    assert read_regular("/proc/self/status", 1 << 20) == status
+
+
+@posix_only("a terminal (a pseudo-terminal pair)")
+def test_a_terminal_opened_as_a_file_never_becomes_the_controlling_terminal() -> None:
+    """A session leader without a terminal that opens one (say, a link in a checkout to
+    /dev/pts/N) would take it as its controlling terminal, unless it opens with O_NOCTTY."""
+    probe = (
+        "import os, pty\n"
+        "from codescout_mcp.paths import NotRegular, read_regular\n"
+        "os.setsid()\n"
+        "leader, follower = pty.openpty()\n"
+        "try:\n"
+        "    read_regular(os.ttyname(follower), 10)\n"
+        "except NotRegular as error:\n"
+        "    print(error.strerror)\n"
+        "try:\n"
+        "    os.close(os.open('/dev/tty', os.O_RDONLY))\n"
+        "    print('has a terminal')\n"
+        "except OSError:\n"
+        "    print('has none')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.splitlines() == ["a device, not a regular file", "has none"]
+
+
+def test_a_file_is_opened_read_only_where_the_optional_flags_are_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Simulated: a system without O_NONBLOCK, O_NOCTTY or O_NOFOLLOW (Windows has none of them)
+    still opens the file only to read it."""
+    for flag in ("O_NONBLOCK", "O_NOCTTY", "O_NOFOLLOW", "O_BINARY"):
+        monkeypatch.delattr(os, flag, raising=False)
+    (tmp_path / "a.txt").write_bytes(b"a")
+    assert read_regular(str(tmp_path / "a.txt"), 10) == b"a"
+    assert read_regular(str(tmp_path / "a.txt"), 10, inside=str(tmp_path)) == b"a"
 
 
 @posix_only(FIFOS)
@@ -188,6 +229,11 @@ def test_a_link_put_where_a_checked_file_was_is_never_followed(tmp_path: Path) -
     with pytest.raises(MovedOutside, match="was replaced by a link as it was opened"):
         read_regular(str(root / "a.txt"), 10, inside=str(root))
     assert read_regular(str(root / "a.txt"), 10) == b"s"  # without `inside`, links are followed
+    (root / "b.txt").write_bytes(b"b")
+    (root / "a.txt").unlink()
+    (root / "a.txt").symlink_to(root / "b.txt")  # whatever it points to, even a file inside
+    with pytest.raises(MovedOutside):
+        read_regular(str(root / "a.txt"), 10, inside=str(root))
     (root / "sub").symlink_to(tmp_path)  # a folder on the way swapped for a link outside
     with pytest.raises(MovedOutside):
         read_regular(str(root / "sub" / "secret"), 10, inside=str(root))

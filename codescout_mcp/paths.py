@@ -132,11 +132,11 @@ def resolved_folder(folder: str, known: dict[str, str]) -> str:
     current = folder
     while current not in known:
         parent, _ = os.path.split(current)
-        if parent == current:  # the file system's root (or a drive's)
+        if parent == current:  # the file system's root (or a drive's): known now, the walk ends
             known[current] = current
-            break
-        pending.append(current)
-        current = parent
+        else:
+            pending.append(current)
+            current = parent
     for path in reversed(pending):
         parent, name = os.path.split(path)
         resolved_parent = known[parent]

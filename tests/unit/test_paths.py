@@ -234,6 +234,12 @@ def test_a_link_put_where_a_checked_file_was_is_never_followed(tmp_path: Path) -
     (root / "a.txt").symlink_to(root / "b.txt")  # whatever it points to, even a file inside
     with pytest.raises(MovedOutside):
         read_regular(str(root / "a.txt"), 10, inside=str(root))
+    with pytest.raises(FileNotFoundError):  # a file gone is gone, inside or not
+        read_regular(str(root / "gone.txt"), 10, inside=str(root))
+    (root / "loop").symlink_to(root / "loop")
+    with pytest.raises(OSError, match="Too many levels of symbolic links") as caught:  # no `inside`: as it is
+        read_regular(str(root / "loop"), 10)
+    assert not isinstance(caught.value, MovedOutside)
     (root / "sub").symlink_to(tmp_path)  # a folder on the way swapped for a link outside
     with pytest.raises(MovedOutside):
         read_regular(str(root / "sub" / "secret"), 10, inside=str(root))

@@ -267,7 +267,7 @@ def located(base: str, given: str, folders: dict[str, str]) -> str:
     """
     joined = os.path.join(base, given)
     folder, name = os.path.split(joined)
-    if name in ("", ".", ".."):
+    if name in (".", ".."):  # (a name ending in a separator has the name "", and is its folder)
         folder, name = joined, ""
     real_folder = resolved_folder(folder, folders)
     return os.path.join(real_folder, name) if name else real_folder

@@ -195,6 +195,36 @@ def test_a_terminal_opened_as_a_file_never_becomes_the_controlling_terminal() ->
     assert done.stdout.splitlines() == ["a device, not a regular file", "has none"]
 
 
+def test_a_file_is_read_as_its_bytes_where_files_open_as_text_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Simulated: Windows' C runtime opens a file in text mode unless told O_BINARY, and then
+    reads CR LF as LF."""
+    text_mode: set[int] = set()
+    real_open, real_read, real_close = os.open, os.read, os.close
+
+    def opened(path: str, flags: int, *args: Any) -> int:
+        fd = real_open(path, flags & ~0x8000, *args)
+        if not flags & 0x8000:
+            text_mode.add(fd)
+        return fd
+
+    def read(fd: int, size: int) -> bytes:
+        data = real_read(fd, size)
+        return data.replace(b"\r\n", b"\n") if fd in text_mode else data
+
+    def closed(fd: int) -> None:
+        text_mode.discard(fd)
+        real_close(fd)
+
+    monkeypatch.setattr(os, "O_BINARY", 0x8000, raising=False)
+    monkeypatch.setattr(os, "open", opened)
+    monkeypatch.setattr(os, "read", read)
+    monkeypatch.setattr(os, "close", closed)
+    (tmp_path / "CODEOWNERS").write_bytes(b"* @a\r\n")
+    assert read_regular(str(tmp_path / "CODEOWNERS"), 100) == b"* @a\r\n"
+
+
 def test_a_file_is_opened_read_only_where_the_optional_flags_are_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -117,7 +117,7 @@ def is_link(path: str) -> bool:
             tag = os.lstat(path).st_reparse_tag  # type: ignore[attr-defined, unused-ignore]
         except (OSError, AttributeError):
             return False
-        return bool(tag == getattr(stat, "IO_REPARSE_TAG_MOUNT_POINT", 0xA0000003))
+        return bool(tag == 0xA0000003)  # IO_REPARSE_TAG_MOUNT_POINT (only Windows' stat has the name)
     return False
 
 
@@ -170,7 +170,8 @@ def changed_ns(status: os.stat_result, system: System = CURRENT) -> int:
 
 
 class NotRegular(OSError):
-    """A file that is not a regular file (a FIFO, a device, a folder): never read."""
+    """A file that is not a regular file (a FIFO, a device, a folder): never read. Its words say
+    what the file is ("a FIFO, not a regular file"); it has no errno."""
 
 
 def describe_kind(mode: int) -> str:
@@ -207,14 +208,14 @@ def read_regular(path: str, limit: int, *, inside: str | None = None) -> bytes |
         fd = os.open(path, flags)
     except OSError as error:
         if inside is not None and error.errno in (errno.ELOOP, errno.EMLINK):  # (EMLINK: the BSDs')
-            raise MovedOutside(0, "was replaced by a link as it was opened") from None
+            raise MovedOutside("was replaced by a link as it was opened") from None
         raise
     try:
         if inside is not None and not _opened_inside(fd, path, inside):
-            raise MovedOutside(0, "was replaced by a link as it was opened")
+            raise MovedOutside("was replaced by a link as it was opened")
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise NotRegular(0, f"{describe_kind(info.st_mode)}, not a regular file")
+            raise NotRegular(f"{describe_kind(info.st_mode)}, not a regular file")
         if info.st_size > limit:
             return None
         chunks = []

@@ -154,9 +154,9 @@ def _read(real_root: str, place: str, limit: int, warn: Warn) -> bytes | None:
     try:
         return read_regular(real, limit, inside=real_root)
     except MovedOutside as error:
-        warn(f"{place} {error.strerror}; it is not read, and no owners are read")
+        warn(f"{place} {error}; it is not read, and no owners are read")
     except NotRegular as error:
-        warn(f"{place} is {error.strerror}; it is not read, and no owners are read")
+        warn(f"{place} is {error}; it is not read, and no owners are read")
     except OSError as error:
         warn(f"cannot read {place} ({error.strerror}); no owners are read")
     return b""

@@ -294,7 +294,7 @@ class RepositoryFacts:
         try:
             data = read_regular(head, HEAD_LIMIT)
         except NotRegular as error:
-            raise RepositoryError(f"{shown(head)} is {error.strerror}; the repository cannot be read") from None
+            raise RepositoryError(f"{shown(head)} is {error}; the repository cannot be read") from None
         except OSError:
             data = b""
         target = (data or b"").decode("utf-8", "replace").strip()

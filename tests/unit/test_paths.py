@@ -167,8 +167,16 @@ def test_a_file_larger_than_its_size_says_is_held_to_the_bound(monkeypatch: pyte
     assert read_regular("/proc/self/status", 10) is None
     assert read_regular("/proc/self/status", len(status) - 1) is None
     real_read = os.read
-    monkeypatch.setattr(os, "read", lambda fd, size: real_read(fd, min(size, 7)))  # short reads
+    taken: list[int] = []
+
+    def short_read(fd: int, size: int) -> bytes:
+        data = real_read(fd, min(size, 7))
+        taken.append(len(data))
+        return data
+
+    monkeypatch.setattr(os, "read", short_read)
     assert read_regular("/proc/self/status", 70) is None  # ten reads reach the bound exactly: one more
+    assert sum(taken) == 71  # and never more than one byte past it
     assert read_regular("/proc/self/status", 1 << 20) == status
 
 
@@ -184,7 +192,7 @@ def test_a_terminal_opened_as_a_file_never_becomes_the_controlling_terminal() ->
         "try:\n"
         "    read_regular(os.ttyname(follower), 10)\n"
         "except NotRegular as error:\n"
-        "    print(error.strerror)\n"
+        "    print(error)\n"
         "try:\n"
         "    os.close(os.open('/dev/tty', os.O_RDONLY))\n"
         "    print('has a terminal')\n"
@@ -244,7 +252,7 @@ def test_a_fifo_is_named_not_read(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "fifo")
     with pytest.raises(NotRegular) as caught:
         read_regular(str(tmp_path / "fifo"), 10)
-    assert caught.value.strerror == "a FIFO, not a regular file"
+    assert str(caught.value) == "a FIFO, not a regular file"
 
 
 @posix_only("symbolic links made without privileges")

@@ -244,8 +244,8 @@ def _opened_inside(fd: int, path: str, root: str) -> bool:
     elif sys.platform == "darwin":
         import fcntl
 
-        with contextlib.suppress(OSError):
-            opened = os.fsdecode(fcntl.fcntl(fd, fcntl.F_GETPATH, bytes(1024)).split(b"\0", 1)[0])
+        with contextlib.suppress(OSError):  # (1024: MAXPATHLEN, the longest path F_GETPATH gives)
+            opened = os.fsdecode(fcntl.fcntl(fd, fcntl.F_GETPATH, bytes(1024)).partition(b"\0")[0])
     if opened is None:
         again = os.path.realpath(path)
         try:

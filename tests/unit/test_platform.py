@@ -368,7 +368,7 @@ def test_a_repository_asked_about_more_paths_than_a_command_line_holds(
     for name in names:
         r.write(name, "1\n")
     r.commit("2026-01-01T00:00:00Z", *names)
-    for driver in ("lfs", "a=b"):
+    for driver in ("lfs", "a=b", "c=d", "e=f", "g=h", "i=j"):  # more settings in the environment than a name
         r.git("config", f"filter.{driver}.clean", "false")
     time.sleep(1.1)
     limit = 8_000

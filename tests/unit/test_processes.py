@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -172,3 +173,48 @@ def test_a_program_is_a_file_that_may_be_run(tmp_path: Path) -> None:
     for name in ("readable", "folder", "gone"):
         assert find_program(name, path=str(tmp_path)) is None
     assert find_program("runs", path=f"{tmp_path / 'gone'}{os.pathsep}{tmp_path}") == str(tmp_path / "runs")
+
+
+def test_windows_own_programs_are_found_in_its_system_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Simulated: the variables Windows sets (SYSTEMROOT, and WINDIR as older tools read it)."""
+    for name in ("SYSTEMROOT", "WINDIR"):
+        monkeypatch.delenv(name, raising=False)
+    assert processes.windows_system_program("taskkill.exe") == "C:\\Windows\\System32\\taskkill.exe"
+    monkeypatch.setenv("WINDIR", "E:\\Win")
+    assert processes.windows_system_program("taskkill.exe") == "E:\\Win\\System32\\taskkill.exe"
+    monkeypatch.setenv("SYSTEMROOT", "D:\\Windows")
+    assert processes.windows_system_program("taskkill.exe") == "D:\\Windows\\System32\\taskkill.exe"
+
+
+def test_a_child_is_ended_on_windows_with_its_tree_by_taskkill(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Simulated: Windows has no process groups to signal, so taskkill ends the child's tree,
+    run without a console window; the child is then killed itself, in case taskkill could not."""
+    import subprocess
+
+    ran: list[tuple[list[str], dict[str, Any]]] = []
+    killed: list[int] = []
+
+    class Child:
+        pid = 4321
+
+        def kill(self) -> None:
+            killed.append(self.pid)
+            raise ProcessLookupError(3, "gone already")  # quietly: it may have ended
+
+    monkeypatch.setenv("SYSTEMROOT", "C:\\Windows")
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(subprocess, "run", lambda argv, **options: ran.append((argv, options)))
+    processes.end_child(Child())  # type: ignore[arg-type]
+    assert ran == [
+        (
+            ["C:\\Windows\\System32\\taskkill.exe", "/F", "/T", "/PID", "4321"],
+            {
+                "stdin": subprocess.DEVNULL,
+                "stdout": subprocess.DEVNULL,
+                "stderr": subprocess.DEVNULL,
+                "creationflags": 0x08000000,  # CREATE_NO_WINDOW
+                "check": False,
+            },
+        )
+    ]
+    assert killed == [4321]

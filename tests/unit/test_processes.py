@@ -108,6 +108,7 @@ def test_a_streamed_child_is_read_as_it_comes_and_then_finished() -> None:
         assert child.finish() == (4, b"warned")
     finally:
         child.close()
+    assert child.stdout.closed and child.proc.stderr is not None and child.proc.stderr.closed
 
 
 def test_a_streamed_child_that_prints_nothing_ends_at_its_deadline() -> None:
@@ -152,6 +153,8 @@ def test_a_stop_ends_every_child_still_running() -> None:
 
 @linux_only("RLIMIT_DATA set from outside with prlimit, read back from /proc")
 def test_a_child_is_held_to_the_memory_bound() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert f"at most {CHILD_DATA_BYTES >> 30} GiB of memory for its data" in " ".join(page.split())
     child = StreamedChild(python("import time; time.sleep(30)"), cwd=".", env=ENV, seconds=60)
     try:
         with open(f"/proc/{child.proc.pid}/limits", encoding="ascii") as limits:

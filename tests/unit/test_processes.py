@@ -5,6 +5,7 @@ folder, and every child (and what it started) ended with its group."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -121,6 +122,30 @@ def test_a_streamed_child_that_prints_nothing_ends_at_its_deadline() -> None:
     finally:
         child.close()
     assert time.monotonic() - started < 10
+
+
+def test_a_streamed_child_ended_by_its_deadline_is_a_timeout_when_finished() -> None:
+    """The watchdog ended it before anything was read: finishing says so, not its -9 status."""
+    child = StreamedChild(python("import time; time.sleep(30)"), cwd=".", env=ENV, seconds=0.3)
+    try:
+        child.proc.wait(10)
+        with pytest.raises(ChildTimeout):
+            child.finish()
+    finally:
+        child.close()
+
+
+def test_a_streamed_child_left_open_does_not_keep_the_process_from_ending() -> None:
+    """Its watchdog is a daemon thread: a process that leaves without closing it ends at once,
+    not at the child's deadline."""
+    probe = (
+        "import os, sys\n"
+        "from codescout_mcp.processes import StreamedChild\n"
+        "StreamedChild([sys.executable, '-c', ''], cwd='.', env=dict(os.environ), seconds=30)\n"
+    )
+    started = time.monotonic()
+    subprocess.run(python(probe), check=True, timeout=20)  # (a thread that kept it would hold it 30 s)
+    assert time.monotonic() - started < 20
 
 
 def test_a_streamed_child_that_will_not_finish_is_a_timeout() -> None:

@@ -70,6 +70,13 @@ def test_output_up_to_the_limit_is_kept_and_one_byte_more_is_too_large() -> None
     assert (status, out.strip(), len(err)) == (0, b"done", 1 << 16)
 
 
+def test_a_child_may_print_256_mib_and_no_more() -> None:
+    """The bound on what a child prints when the caller names none (git log's, say)."""
+    code = f"import sys; sys.stdout.buffer.write(bytes({(256 << 20) + 1}))"
+    with pytest.raises(ChildOutputTooLarge):
+        run_child(python(code), cwd=".", env=ENV, seconds=120)
+
+
 def test_a_silent_child_is_ended_at_its_deadline() -> None:
     started = time.monotonic()
     with pytest.raises(ChildTimeout):

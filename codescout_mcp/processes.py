@@ -42,14 +42,15 @@ def find_program(
     path: str | None = None,
     is_program: Callable[[str], bool] | None = None,
 ) -> str | None:
-    """The program `name` as an absolute path, from PATH's absolute folders only; None if none has it.
+    """The program `name` as an absolute path, from PATH's absolute folders only (the system's
+    default folders, `os.defpath`, when PATH is not set, as exec looks); None if none has it.
 
     Unlike `shutil.which`, the current folder is never searched, whether Windows would search
     it first or PATH names it (an empty entry, `.`, any relative folder): codescout runs in
     checkouts nobody vetted, and a `git` committed at a checkout's root must not be what runs.
     """
     paths = system.paths
-    entries = (os.environ.get("PATH", "") if path is None else path).split(paths.pathsep)
+    entries = (os.environ.get("PATH", os.defpath) if path is None else path).split(paths.pathsep)
     suffixes = WINDOWS_PROGRAM_SUFFIXES if system.windows else ("",)
     if system.windows and name.lower().endswith(suffixes):
         suffixes = ("",)

@@ -5,6 +5,7 @@ folder, and every child (and what it started) ended with its group."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -86,13 +87,16 @@ def test_a_silent_child_is_ended_at_its_deadline() -> None:
 
 @posix_only(PROCESS_GROUPS)
 @linux_only(PROC)
-def test_a_grandchild_holding_the_pipes_is_ended_at_the_deadline_with_its_group(tmp_path: Path) -> None:
-    """The child exits at once; what it started keeps stdout open. The deadline still holds, and
-    the grandchild is ended with the child's group."""
+@pytest.mark.parametrize("held", ["stdout", "stderr"])
+def test_a_grandchild_holding_a_pipe_is_ended_at_the_deadline_with_its_group(tmp_path: Path, held: str) -> None:
+    """The child exits at once; what it started keeps one of its pipes open. The deadline still
+    holds, and the grandchild is ended with the child's group."""
     pid_file = tmp_path / "pid"
+    other = "stderr" if held == "stdout" else "stdout"
     code = (
         "import subprocess, sys\n"
-        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        f" {other}=subprocess.DEVNULL)\n"
         f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
     )
     started = time.monotonic()
@@ -104,6 +108,17 @@ def test_a_grandchild_holding_the_pipes_is_ended_at_the_deadline_with_its_group(
     while alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(grandchild)
+
+
+def test_a_streamed_childs_stderr_is_kept_to_its_first_64_kib() -> None:
+    code = "import sys; sys.stderr.buffer.write(b'e' * (1 << 20)); print('done')"
+    child = StreamedChild(python(code), cwd=".", env=ENV, seconds=30)
+    try:
+        assert child.read(100) == b"done\n"
+        status, err = child.finish()
+        assert (status, err) == (0, b"e" * (1 << 16))
+    finally:
+        child.close()
 
 
 def test_a_streamed_child_is_read_as_it_comes_and_then_finished() -> None:
@@ -142,17 +157,47 @@ def test_a_streamed_child_ended_by_its_deadline_is_a_timeout_when_finished() -> 
         child.close()
 
 
+@posix_only(PROCESS_GROUPS)
 def test_a_streamed_child_left_open_does_not_keep_the_process_from_ending() -> None:
-    """Its watchdog is a daemon thread: a process that leaves without closing it ends at once,
-    not at the child's deadline."""
+    """Its watchdog and the thread that reads its stderr are daemon threads: a process that
+    leaves without closing it ends at once, not at the child's deadline or its end."""
+    if sys.platform == "win32":  # marked POSIX-only; this is for the type checker
+        raise AssertionError("no process groups to signal on Windows")
     probe = (
         "import os, sys\n"
         "from codescout_mcp.processes import StreamedChild\n"
-        "StreamedChild([sys.executable, '-c', ''], cwd='.', env=dict(os.environ), seconds=30)\n"
+        "child = StreamedChild([sys.executable, '-c', 'import time; time.sleep(30)'],"
+        " cwd='.', env=dict(os.environ), seconds=30)\n"
+        "print(child.proc.pid, flush=True)\n"
     )
     started = time.monotonic()
-    subprocess.run(python(probe), check=True, timeout=20)  # (a thread that kept it would hold it 30 s)
-    assert time.monotonic() - started < 20
+    proc = subprocess.Popen(python(probe), stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    child = int(proc.stdout.readline())
+    try:
+        assert proc.wait(20) == 0  # (a thread that kept it would hold it 30 s)
+        assert time.monotonic() - started < 20
+    finally:
+        os.killpg(child, signal.SIGKILL)  # left running by the probe, on purpose
+        proc.stdout.close()
+
+
+@posix_only(PROCESS_GROUPS)
+def test_leaving_ends_every_child_and_any_started_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    """exit_now ends the children and marks the process as leaving before os._exit, so a child
+    another thread starts in between is ended at once."""
+    exits: list[int] = []
+    monkeypatch.setattr(processes, "_LEAVING", False)
+    monkeypatch.setattr(os, "_exit", exits.append)
+    children = [StreamedChild(python("import time; time.sleep(30)"), cwd=".", env=ENV, seconds=60)]
+    try:
+        processes.exit_now(3)
+        children.append(StreamedChild(python("import time; time.sleep(30)"), cwd=".", env=ENV, seconds=60))
+        assert exits == [3]
+        assert [child.proc.wait(10) for child in children] == [-9, -9]
+    finally:
+        for child in children:
+            child.close()
 
 
 def test_a_streamed_child_that_will_not_finish_is_a_timeout() -> None:
@@ -195,6 +240,14 @@ def test_a_child_is_held_to_the_memory_bound() -> None:
         processes._bound_memory(child.proc.pid + 10_000_000)  # no such child: nothing is said
     finally:
         child.close()
+
+
+@posix_only("a POSIX default search path")
+def test_without_path_programs_are_looked_for_where_the_system_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As exec does, and shutil.which: no PATH at all means the system's default folders."""
+    monkeypatch.delenv("PATH")
+    found = find_program("sh")
+    assert found is not None and os.path.dirname(found) in os.defpath.split(os.pathsep)
 
 
 @posix_only("executable bits")

@@ -525,6 +525,8 @@ def test_a_program_is_found_on_path_but_never_in_the_current_folder_on_windows()
     assert found == "C:\\Git\\cmd\\git.exe"
     assert processes.find_program("git.exe", WINDOWS, path="C:\\Git\\cmd", is_program=present.__contains__) == found
     assert processes.find_program("git", WINDOWS, path=".;bin;C:\\Tools", is_program=present.__contains__) is None
+    quoted = {"D:\\X\\git.exe"}  # a folder whose name ends in a letter, quoted, with spaces around
+    assert processes.find_program("git", WINDOWS, path=' "D:\\X" ', is_program=quoted.__contains__) == "D:\\X\\git.exe"
     share = {"\\\\server\\tools\\git.com"}
     assert processes.find_program("git", WINDOWS, path="\\\\server\\tools", is_program=share.__contains__) == (
         "\\\\server\\tools\\git.com"

@@ -429,7 +429,7 @@ def environment() -> None:
 
 
 # What a copy of the checkout needs for the tests to run from it (and import from it).
-COPIED = ("codescout_mcp", "tests", "examples", "bench", "pyproject.toml", "README.md", "LICENSE")
+COPIED = ("codescout_mcp", "tests", "examples", "bench", "docs", "pyproject.toml", "README.md", "LICENSE")
 
 
 def checkout_copy(target: Path) -> None:

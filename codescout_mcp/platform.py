@@ -105,7 +105,7 @@ WINDOWS: Final = System(
     strict_surrogates=True,
     ctime_is_birth=True,
     reuse_address_shares_port=True,
-    command_line_limit=32_767 - 2_767,  # CreateProcess's limit, less room for git's own arguments
+    command_line_limit=32_767 - 2_767,  # CreateProcess's limit, less a margin (what git is given is counted)
     broken_pipe_errnos=frozenset({errno.EPIPE, errno.EINVAL}),
 )
 

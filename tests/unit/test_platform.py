@@ -14,6 +14,7 @@ import json
 import ntpath
 import os
 import posixpath
+import re
 import socket
 import subprocess
 import sys
@@ -368,7 +369,7 @@ def test_a_repository_asked_about_more_paths_than_a_command_line_holds(
     for name in names:
         r.write(name, "1\n")
     r.commit("2026-01-01T00:00:00Z", *names)
-    for driver in ("lfs", "a=b", "c=d", "e=f", "g=h", "i=j"):  # more settings in the environment than a name
+    for driver in ["lfs", *(f"{letter}=1" for letter in "abcdefghij")]:  # more in the environment than a name
         r.git("config", f"filter.{driver}.clean", "false")
     time.sleep(1.1)
     limit = 8_000
@@ -382,12 +383,17 @@ def test_a_repository_asked_about_more_paths_than_a_command_line_holds(
     for name in names[::2]:
         r.write(name, "2\n")  # changed after the first status read: asked about again, in short runs
     runs: list[list[str]] = []
+    costs: list[int] = []
     real_run_child = processes.run_child
 
     def counted(argv: list[str], *, env: dict[str, str], **options: Any) -> Any:
         if "status" in argv:
-            settings = [f"{key}={value}" for key, value in env.items() if key.startswith("GIT_CONFIG_")]
-            assert sum(len(os.fsencode(arg)) + 1 for arg in [*argv, *settings]) <= limit
+            settings = [
+                f"{key}={value}"
+                for key, value in env.items()
+                if re.fullmatch(r"GIT_CONFIG_\w+_\d+|GIT_CONFIG_COUNT", key)
+            ]
+            costs.append(sum(len(os.fsencode(arg)) + 1 for arg in [*argv, *settings]))
             runs.append(argv[argv.index("--") + 1 :])
         return real_run_child(argv, env=env, **options)
 
@@ -397,6 +403,9 @@ def test_a_repository_asked_about_more_paths_than_a_command_line_holds(
     days = {name: getattr(fact, "days", None) for name, fact in described.items()}
     assert days == {name: 0 if index % 2 == 0 else 59 for index, name in enumerate(names)}
     assert len(runs) > 1 and sorted(name for run_ in runs for name in run_) == names[::2]
+    assert max(costs) <= limit
+    for cost, following in zip(costs[:-1], runs[1:], strict=True):  # each run as full as it may be
+        assert cost + len(following[0]) + 1 > limit  # (one name more would not fit)
 
 
 def test_children_get_a_group_of_their_own_and_no_window() -> None:

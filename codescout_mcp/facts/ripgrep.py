@@ -170,3 +170,120 @@ def _add(counts: dict[str, int], path_bytes: bytes, count: int, system: System) 
     if count:
         path = decode_name(path_bytes, system)
         counts[path] = counts.get(path, 0) + count
+
+
+# --- counting a ripgrep --json stream as it comes ---------------------------------------------
+#
+# A search's own ripgrep prints every matching line in full (for a pattern that matches the
+# empty string: every line, and a submatch at every position of it), so its output can be
+# gigabytes. `JsonCounter` sums each file's matches from the bytes as they arrive, holding only
+# the file names and their counts. It relies on how serde writes ripgrep's events (compact, one
+# per line, a file's events together from its "begin" to its "end"): inside a JSON string every
+# `"` is escaped, so the byte runs below, which hold an unescaped `"`, are always structure.
+# The counts are those `read_match_counts` reads from the same output (a match event counts its
+# submatches, or 1 when it lists none); tests/unit/test_ripgrep.py holds the two together.
+
+_BEGIN: Final = b'\n{"type":"begin"'
+_END: Final = b'\n{"type":"end"'
+_SUBMATCH: Final = b'{"match":'
+_NO_SUBMATCH: Final = b'"submatches":[]'
+# The most of a chunk's tail that may hold the start of one of the runs above.
+_TAIL: Final = max(len(_BEGIN), len(_END), len(_SUBMATCH), len(_NO_SUBMATCH)) - 1
+# The longest "begin" event read: a path of the longest a system allows, every byte escaped.
+BEGIN_EVENT_BYTES: Final = 1 << 20
+
+
+class TooManyFiles(RipgrepError):
+    """More matching files, or more bytes of their names, than a search holds at once."""
+
+
+class JsonCounter:
+    """Match counts per path from `rg --json` output fed in pieces of any size (`feed`, then
+    `counts()`); memory bounded by `max_files` files of at most `max_name_bytes` bytes of names."""
+
+    def __init__(self, *, max_files: int, max_name_bytes: int, system: System = CURRENT) -> None:
+        self.max_files = max_files
+        self.max_name_bytes = max_name_bytes
+        self.system = system
+        self._counts: dict[str, int] = {}
+        self._name_bytes = 0
+        self._carry = b"\n"  # as if a line ended before the first event
+        self._path: str | None = None  # the file whose events are being read
+        self._count = 0
+        self._events = 0  # "begin" events read, to say which one an error is in
+        self._tail = b""  # the output's last bytes, to see its summary
+
+    @property
+    def summarised(self) -> bool:
+        """Whether the output ended with ripgrep's summary: the search ran to its end."""
+        return self._tail.rstrip(b"\n").endswith(b'"type":"summary"}')
+
+    def feed(self, data: bytes) -> None:
+        """Count what `data` completes; RipgrepError for output that is not ripgrep's."""
+        self._tail = (self._tail + data)[-64:] if len(data) < 64 else data[-64:]
+        data = self._carry + data if self._carry else data
+        position = 0
+        while True:
+            if self._path is not None:
+                end = data.find(_END, position)
+                if end < 0:
+                    # Runs that start before `cut` lie whole in `data`; the rest wait for more.
+                    cut = max(position, len(data) - _TAIL)
+                    self._count += data.count(_SUBMATCH, position, cut + len(_SUBMATCH) - 1)
+                    self._count += data.count(_NO_SUBMATCH, position, cut + len(_NO_SUBMATCH) - 1)
+                    self._carry = data[cut:]
+                    return
+                self._count += data.count(_SUBMATCH, position, end) + data.count(_NO_SUBMATCH, position, end)
+                self._close()
+                position = end + 1
+                continue
+            begin = data.find(_BEGIN, position)
+            if begin < 0:
+                self._carry = data[max(position, len(data) - _TAIL) :]
+                return
+            line_end = data.find(b"\n", begin + 1)
+            if line_end < 0:
+                if len(data) - begin > BEGIN_EVENT_BYTES:
+                    raise RipgrepError("ripgrep's output: a begin event longer than any path")
+                self._carry = data[begin:]
+                return
+            self._open(data[begin + 1 : line_end])
+            position = line_end
+
+    def counts(self) -> dict[str, int]:
+        """The counts, once the whole output was fed; RipgrepError if it stopped inside a file."""
+        if self._path is not None:
+            raise RipgrepError("ripgrep's output ended inside a file's events")
+        return self._counts
+
+    def _open(self, line: bytes) -> None:
+        self._events += 1
+        where = f"ripgrep's output: begin event {self._events}"
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
+            raise RipgrepError(f"{where}: not JSON") from None
+        data = event.get("data") if isinstance(event, dict) else None
+        path = _event_path(
+            data.get("path") if isinstance(data, dict) else None, "ripgrep's output", self._events, self.system
+        )
+        if path is None:
+            raise RipgrepError(f"{where}: no path")
+        self._path = path
+        self._count = 0
+
+    def _close(self) -> None:
+        path, count = self._path, self._count
+        assert path is not None
+        self._path = None
+        if not count:
+            return
+        if path not in self._counts:
+            self._name_bytes += len(path.encode("utf-8", "surrogatepass"))
+            if len(self._counts) >= self.max_files or self._name_bytes > self.max_name_bytes:
+                raise TooManyFiles(
+                    f"more than {self.max_files:,} files (or {self.max_name_bytes >> 20} MiB of their names) matched"
+                )
+            self._counts[path] = count
+        else:
+            self._counts[path] += count

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import IO, Any, Final, NoReturn
 
+    from codescout_mcp.sandbox import Confinement
+
 
 # What a program found on PATH may be called on Windows. CreateProcess runs these itself; a
 # `.bat` or `.cmd` would run through cmd.exe, whose reading of arguments no quoting makes safe
@@ -169,9 +171,17 @@ _LEAVING = False
 _STOP_WAIT_SECONDS: Final = 5.0
 
 
-def _spawn(argv: list[str], cwd: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def _spawn(
+    argv: list[str],
+    cwd: str,
+    env: dict[str, str],
+    *,
+    data_bytes: int = CHILD_DATA_BYTES,
+    confinement: Confinement | None = None,
+) -> subprocess.Popen[bytes]:
     import subprocess
 
+    before_exec = None if confinement is None else _confined_start(confinement, data_bytes)
     with _STARTING:
         proc = subprocess.Popen(
             argv,
@@ -180,17 +190,34 @@ def _spawn(argv: list[str], cwd: str, env: dict[str, str]) -> subprocess.Popen[b
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            preexec_fn=before_exec,
             **child_options(),
         )
         _RUNNING.add(proc)
         if _LEAVING:
             end_child(proc)
-    _bound_memory(proc.pid)
+    if before_exec is None:
+        _bound_memory(proc.pid, data_bytes)
     return proc
 
 
-def _bound_memory(pid: int) -> None:
-    """Hold a child to CHILD_DATA_BYTES of data (Linux; elsewhere only its deadline bounds it).
+def _confined_start(confinement: Confinement, data_bytes: int) -> Callable[[], None]:
+    """What a confined child does before exec: its memory bound, then the sandbox's rules
+    (`sandbox.py`; Linux, where `preexec_fn` is the one way to act between fork and exec)."""
+    import resource
+
+    setrlimit, data, limit = resource.setrlimit, resource.RLIMIT_DATA, (data_bytes, data_bytes)
+    apply = confinement.apply
+
+    def before_exec() -> None:
+        setrlimit(data, limit)
+        apply()
+
+    return before_exec
+
+
+def _bound_memory(pid: int, data_bytes: int = CHILD_DATA_BYTES) -> None:
+    """Hold a child to `data_bytes` of data (Linux; elsewhere only its deadline bounds it).
 
     Set from outside as soon as the child exists (Python offers no thread-safe way to set it
     before the child runs): the first instants are unbounded, far too short to matter.
@@ -201,7 +228,7 @@ def _bound_memory(pid: int) -> None:
 
     prlimit = resource.prlimit
     with contextlib.suppress(OSError, ValueError):  # the child is gone already, or the limit is lower
-        prlimit(pid, resource.RLIMIT_DATA, (CHILD_DATA_BYTES, CHILD_DATA_BYTES))
+        prlimit(pid, resource.RLIMIT_DATA, (data_bytes, data_bytes))
 
 
 def end_all_children(*, leaving: bool = False) -> None:
@@ -286,8 +313,17 @@ class StreamedChild:
     raises ChildTimeout. Its stderr is kept (the first 64 KiB) for an error message.
     """
 
-    def __init__(self, argv: list[str], *, cwd: str, env: dict[str, str], seconds: float) -> None:
-        self.proc = _spawn(argv, cwd, env)
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        cwd: str,
+        env: dict[str, str],
+        seconds: float,
+        data_bytes: int = CHILD_DATA_BYTES,
+        confinement: Confinement | None = None,
+    ) -> None:
+        self.proc = _spawn(argv, cwd, env, data_bytes=data_bytes, confinement=confinement)
         assert self.proc.stdout is not None and self.proc.stderr is not None
         self.stdout = self.proc.stdout
         self.stderr = _Drain(self.proc.stderr, 1 << 16)

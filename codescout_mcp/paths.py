@@ -272,3 +272,93 @@ def located(base: str, given: str, folders: dict[str, str]) -> str:
         folder, name = joined, ""
     real_folder = resolved_folder(folder, folders)
     return os.path.join(real_folder, name) if name else real_folder
+
+
+# --- folders held by what they are, not by their names --------------------------------------
+
+
+class LinkOnTheWay(OSError):
+    """A step of a path that is a symbolic link (or, between folders, no folder) where none may be.
+    Its words name the step."""
+
+
+class Pin:
+    """A folder reached with no link on the way: a descriptor of it (None where the system opens
+    no folders by descriptor: Windows), and the (device, inode) of every step from the top."""
+
+    __slots__ = ("fd", "steps")
+
+    def __init__(self, fd: int | None, steps: tuple[tuple[int, int], ...]) -> None:
+        self.fd = fd
+        self.steps = steps
+
+    def close(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
+
+def _folder_flags() -> int:
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    # Linux opens a folder for its place alone (O_PATH), which needs no right to list it.
+    return flags | getattr(os, "O_PATH", 0)
+
+
+def pin(root: str, relative: str = "") -> Pin:
+    """The folder `root` (absolute, resolved) reached with no link on the way, and the steps of
+    `relative` below it (`/`-separated; the last may be a file): LinkOnTheWay naming the first
+    step that is a link; OSError (ENOENT, ENOTDIR) when a step is gone. The descriptor is root's."""
+    parts = [part for part in root.split(os.sep) if part]
+    below = [part for part in relative.split("/") if part not in ("", ".")]
+    if os.open not in os.supports_dir_fd or os.stat not in os.supports_dir_fd:
+        return Pin(None, _steps_by_name(root, below))
+    flags = _folder_flags()
+    fd = os.open(os.sep, flags & ~os.O_NOFOLLOW)
+    kept: int | None = None
+    steps = [_identity(os.fstat(fd))]
+    try:
+        for index, part in enumerate([*parts, *below]):
+            status = os.stat(part, dir_fd=fd, follow_symlinks=False)
+            where = os.path.join(os.sep, *[*parts, *below][: index + 1])
+            if stat.S_ISLNK(status.st_mode):
+                raise LinkOnTheWay(f"{where} is a symbolic link")
+            steps.append(_identity(status))
+            if index == len(parts) + len(below) - 1 and not stat.S_ISDIR(status.st_mode):
+                break  # a file at the end: its identity is all a search needs
+            if not stat.S_ISDIR(status.st_mode):
+                raise LinkOnTheWay(f"{where} is not a folder")
+            opened = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = opened
+            if _identity(os.fstat(fd)) != steps[-1]:  # swapped between the look and the open
+                raise LinkOnTheWay(f"{where} changed as it was opened")
+            if index == len(parts) - 1:
+                kept = os.dup(fd)
+        if not parts:
+            kept = os.dup(fd)
+    except BaseException:
+        if kept is not None:
+            os.close(kept)
+        raise
+    finally:
+        os.close(fd)
+    return Pin(kept, tuple(steps))
+
+
+def _identity(status: os.stat_result) -> tuple[int, int]:
+    return (status.st_dev, status.st_ino)
+
+
+def _steps_by_name(root: str, below: list[str]) -> tuple[tuple[int, int], ...]:
+    """`pin`'s steps where folders cannot be opened by descriptor: each step looked at by name."""
+    paths = [*reversed(ancestors(root)), root]
+    for part in below:
+        paths.append(os.path.join(paths[-1], part))
+    steps = []
+    for path in paths:
+        status = os.lstat(path)
+        if stat.S_ISLNK(status.st_mode) or is_link(path):
+            raise LinkOnTheWay(f"{path} is a symbolic link")
+        steps.append(_identity(status))
+    return tuple(steps)

@@ -35,7 +35,15 @@ from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
 from codescout_mcp.facts.repository import FileFacts, Lookup, NeedsWork
-from codescout_mcp.paths import ancestors, describe_kind, located, relative_inside, same_folder_inside
+from codescout_mcp.paths import (
+    LinkOnTheWay,
+    ancestors,
+    describe_kind,
+    located,
+    pin,
+    relative_inside,
+    same_folder_inside,
+)
 from codescout_mcp.platform import name_problem
 from codescout_mcp.protocol import CALL_SECONDS
 from codescout_mcp.ranking import rank, ranked
@@ -87,18 +95,29 @@ class Workspace:
             self._lock.release()
 
     def _check_root(self) -> None:
-        """RepositoryError if the workspace's folder is gone (deleted or moved while the server runs);
-        a folder that is another one now (made anew at the path) is opened afresh."""
+        """RepositoryError if the workspace's folder is gone (deleted or moved while the server runs),
+        or is now reached through a link (it, or a folder above it, became one): the folder the
+        server was started on is the boundary, never where a name leads since. A folder made anew
+        at the same place, with no link on the way, is opened afresh."""
         try:
-            status = os.stat(self.root)
-        except OSError:
-            status = None
-        if status is None or not stat.S_ISDIR(status.st_mode):
-            raise RepositoryError(f"{shown(str(self.root))} no longer exists (deleted or moved)")
-        identity = (status.st_dev, status.st_ino)
+            pinned = pin(str(self.root))
+        except LinkOnTheWay as error:
+            raise RepositoryError(
+                f"{error} now, not the folder the server was started on; to use where it leads, start the server "
+                "on that folder"
+            ) from None
+        except (OSError, ValueError):
+            raise RepositoryError(f"{shown(str(self.root))} no longer exists (deleted or moved)") from None
+        pinned.close()
+        identity = pinned.steps[-1]
         if identity != self._identity:
             self._checkout = None
             self._identity = identity
+
+    @property
+    def identity(self) -> tuple[int, int] | None:
+        """The workspace folder's (device, inode) when it was last looked at."""
+        return self._identity
 
     def unreadable(self, error: Exception) -> dict[str, Any]:
         """The tool error for a workspace that cannot be read (not the caller's doing)."""

@@ -432,13 +432,15 @@ def _run_search(args: argparse.Namespace) -> int:
     tool = SearchTool(Workspace(folder, warn=lambda message: fail(f"warning: {message}")))
     lookup = Lookup(time.time() if args.now is None else args.now, seconds=tool.seconds)
     try:
-        answer = tool.search(arguments, lookup)
+        answer, notes = tool.search(arguments, lookup)
     except InvalidArguments as error:
         raise CliError(str(error)) from None
     except SearchError as error:
         raise CliError(f"{error.where}: {error}" if error.where else str(error)) from None
     except (RepositoryError, GitError) as error:
         raise CliError(f"the workspace {shown(os.path.realpath(folder))} cannot be read: {error}") from None
+    for note in notes:
+        fail(f"note: {note}")
     write_stdout(render_json(answer))
     return EXIT_OK
 

@@ -100,18 +100,19 @@ RESULT: Final[dict[str, Any]] = {
 
 
 def output_schema(*, least_hits: int = 1, **more: dict[str, Any]) -> dict[str, Any]:
-    """The answer's schema: results and counts (counts.hits at least `least_hits`), and `more` fields."""
-    counts = {
-        "hits": {"type": "integer", "minimum": least_hits, "description": "Hits ranked."},
-        "returned": {"type": "integer", "minimum": 0, "description": "Results returned."},
-    }
+    """The answer's schema: results and counts (counts.hits at least `least_hits`), and `more` fields.
+
+    Undescribed, and kept within 800 bytes (tests/unit/test_words.py): the tool's description,
+    which a model reads, says what each field is; this is for clients that check an answer's shape.
+    """
+    hits: dict[str, Any] = {"type": "integer", "minimum": least_hits} if least_hits else {"type": "integer"}
+    counts = {"hits": hits, "returned": {"type": "integer", "minimum": 0}}
     return {
         "type": "object",
         "properties": {
-            "results": {"type": "array", "items": RESULT, "description": "Best first, at most limit."},
+            "results": {"type": "array", "items": RESULT},
             "counts": {
                 "type": "object",
-                "description": "How many came in and went out.",
                 "properties": counts,
                 "required": ["hits", "returned"],
                 "additionalProperties": False,
@@ -151,7 +152,7 @@ WORKSPACE_INPUT_SCHEMA: Final[dict[str, Any]] = {
                     "path": {
                         "type": "string",
                         "minLength": 1,
-                        "description": "The file, relative to the workspace; non-empty.",
+                        "description": "The file: relative, or absolute inside the workspace.",
                     },
                     "matches": {
                         "type": "integer",
@@ -174,11 +175,11 @@ SEARCH_TOOL_NAME: Final = "search_workspace"
 SEARCH_TOOL_TITLE: Final = "Search this workspace and rank the files"
 
 SEARCH_TOOL_DESCRIPTION: Final = (
-    "Search this workspace and rank the matching files, best first: the files to open. ripgrep counts "
-    "matches (skips ignored, hidden, binary files, links); ages from git, owners from CODEOWNERS; "
-    "score = matches*100 - days since changed. Returns {results:[{path,matches,last_modified_days,"
-    "owner,score,rank}],counts:{hits,returned},search:{files_searched}}; paths relative to the "
-    "workspace. Bad pattern: tool error."
+    "Search this workspace and rank matching files, best first. ripgrep counts matches (occurrences, not "
+    "lines), hidden files included; ignored and binary files, links, .git skipped. Ages from git, owners "
+    "from CODEOWNERS; score = matches*100 - days since changed. Returns {results:[{path,matches,"
+    "last_modified_days,owner,score,rank}],counts:{hits,returned},search:{files_searched,ignored_files}}, "
+    "paths relative to the workspace. Bad pattern: tool error."
 )
 
 SEARCH_INPUT_SCHEMA: Final[dict[str, Any]] = {
@@ -194,12 +195,12 @@ SEARCH_INPUT_SCHEMA: Final[dict[str, Any]] = {
         "path": {
             "type": "string",
             "minLength": 1,
-            "description": "Only this folder or file (relative; non-empty).",
+            "description": "Only this folder or file (relative, or absolute inside).",
         },
         "glob": {
             "type": "string",
             "minLength": 1,
-            "description": "Only files matching this glob; non-empty (*.py, !*.md).",
+            "description": "Only files matching this glob (*.py, !*.md).",
         },
         "limit": LIMIT,
     },
@@ -210,8 +211,7 @@ SEARCH_OUTPUT_SCHEMA: Final = output_schema(
     least_hits=0,
     search={
         "type": "object",
-        "description": "What the search covered.",
-        "properties": {"files_searched": {"type": "integer", "description": "Files ripgrep read."}},
+        "properties": {"files_searched": {"type": "integer"}, "ignored_files": {"type": "integer"}},
         "required": ["files_searched"],
     },
 )

@@ -1,45 +1,64 @@
 """`search_workspace` and `codescout search`: a pattern in, the workspace's matching files ranked out.
 
-One call does what `rg --json PATTERN | codescout hits | codescout rank` does by hand in the
-workspace, with the same results and counts: ripgrep counts each file's matches
-(`facts/search.py`, at ripgrep's defaults), the workspace's facts give each file's age and
-owner (`facts/hits.py`, `workspace.Workspace`, one code path with `codescout hits` and
-rank_workspace_hits), and the ranking rule orders them. Paths come back relative to the
-workspace. It adds what the pipeline does not say: how many files ripgrep searched. A
-pattern that matches nothing gets an empty ranking, not an error.
+One call does what `rg --json --hidden --glob '!.git' ... PATTERN | codescout hits | codescout
+rank` does by hand in the workspace (docs/workspace.md gives the whole command), with the same
+results and counts: ripgrep counts each file's matches (`facts/search.py`), the workspace's
+facts give each file's age and owner (`facts/hits.py`, `workspace.Workspace`, one code path with
+`codescout hits` and rank_workspace_hits), and the ranking rule orders them. Paths come back
+relative to the workspace. It adds what the pipeline does not say: how many files the search
+covered, and, when nothing matched, whether files the ignore rules leave out would have.
 
-Only the files that can still reach the first `limit` are dated (`hits.top_ranked`), and
-ripgrep runs outside the workspace's lock, so a search never waits on another call's git.
-Before ripgrep runs, the ignore files it will read that git tracks, and those in the folders
-around the search, must be regular files: one that is a FIFO or a device (a link to
-/dev/zero, say) is refused at once, naming it, as the files git opens are.
+The folder is the boundary, whatever happens to it while a search runs:
+* before ripgrep runs, the ignore files it will read are looked at (`facts/ignorefiles.py`): a
+  bad one above the search is an error naming it, one below leaves its folder out, said in a note;
+* ripgrep runs in the workspace folder as it was checked (`paths.pin`: by descriptor, where the
+  system allows), confined by Linux's Landlock to reading beneath it (`sandbox.py`), and the
+  folders from the workspace to the searched path are checked again after it ran: a search
+  through a folder that became a link, or another folder, is refused, never answered.
+
+At most SEARCHES_AT_ONCE searches run at once (the others wait in line, within their call's
+time), each ripgrep held to its memory bound: what a server's searches can take is their product.
+Only the files that can still reach the first `limit` are dated (`hits.top_ranked`), and ripgrep
+runs outside the workspace's lock, so a search never waits on another call's git.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
 from codescout_mcp.answers import catalog, words
 from codescout_mcp.contract import SEARCH_INPUT_SCHEMA, SEARCH_TOOL_NAME
-from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.git import GitError
-from codescout_mcp.facts.gitfiles import RepositoryError, check_for_git
+from codescout_mcp.facts.gitfiles import RepositoryError
 from codescout_mcp.facts.hits import located_counts, top_ranked
-from codescout_mcp.facts.repository import Lookup, NeedsWork
-from codescout_mcp.facts.search import Search, SearchError, count_matches
-from codescout_mcp.paths import ancestors
+from codescout_mcp.facts.ignorefiles import IgnoreFiles, Vetted
+from codescout_mcp.facts.repository import Lookup
+from codescout_mcp.facts.search import Counted, Place, Search, SearchError, count_ignored, count_matches, rg_program
+from codescout_mcp.paths import LinkOnTheWay, Pin, pin
+from codescout_mcp.platform import CURRENT, System
 from codescout_mcp.protocol import CALL_SECONDS
-from codescout_mcp.text import quoted
+from codescout_mcp.sandbox import Confinement, confine
+from codescout_mcp.text import quoted, shown
 from codescout_mcp.validate import FlatChecker, InvalidArguments
 from codescout_mcp.workspace import CallPaths, Workspace
 
 CHECKER: Final = FlatChecker(SEARCH_INPUT_SCHEMA)
 # The part of a call's time ripgrep may take; the rest is for git.
 SEARCH_SECONDS: Final = 60.0
-IGNORE_FILES: Final = (".gitignore", ".ignore", ".rgignore")
+# How many searches run at once, in one server; more wait in line.
+SEARCHES_AT_ONCE: Final = 4
+# The longest pattern or glob, in bytes of UTF-8 (Windows: UTF-16 units, whose whole command
+# line holds 32,767 of them).
+MAX_ARGUMENT_BYTES: Final = 65_536
+MAX_ARGUMENT_UNITS_WINDOWS: Final = 8_192
+# Files outside the workspace a note names as matching, when the ignore rules left them out.
+IGNORED_SHOWN: Final = 3
 
 
 class SearchTool:
@@ -48,9 +67,11 @@ class SearchTool:
     name: Final = SEARCH_TOOL_NAME
     definition: Final = catalog.SEARCH_TOOL
 
-    def __init__(self, workspace: Workspace, *, seconds: float = CALL_SECONDS) -> None:
+    def __init__(self, workspace: Workspace, *, seconds: float = CALL_SECONDS, at_once: int = SEARCHES_AT_ONCE) -> None:
         self.workspace = workspace
         self.seconds = seconds  # how long one call may take, ripgrep and git included
+        self.line = threading.BoundedSemaphore(at_once)
+        self.ignore_files = IgnoreFiles(str(workspace.root))
 
     def heavy(self, arguments: dict[str, Any]) -> bool:
         return True  # a search runs ripgrep: never on the event loop
@@ -60,23 +81,24 @@ class SearchTool:
         if cached_only:
             return None
         try:
-            return words.tool_result(self.search(arguments, Lookup(time.time(), seconds=self.seconds)))
+            answer, notes = self.search(arguments, Lookup(time.time(), seconds=self.seconds))
         except InvalidArguments as error:
             return words.tool_error(str(error))
         except SearchError as error:
             return words.tool_error(f"{error.where}: {error}" if error.where else str(error))
         except (RepositoryError, GitError) as error:
             return self.workspace.unreadable(error)
+        return words.tool_result(answer, notes)
 
-    def search(self, arguments: object, lookup: Lookup) -> dict[str, Any]:
-        """The answer for the search in `arguments`; InvalidArguments or SearchError naming what is wrong."""
+    def search(self, arguments: object, lookup: Lookup) -> tuple[dict[str, Any], list[str]]:
+        """The answer for the search in `arguments` and notes on it; InvalidArguments or SearchError
+        naming what is wrong."""
         checked = CHECKER.validate(arguments)
-        pattern: str = checked["pattern"]
         for name in ("pattern", "glob"):
-            if isinstance(checked.get(name), str) and ("\0" in checked[name] or _unpaired(checked[name])):
-                raise InvalidArguments(name, f"{quoted(checked[name])} holds a character no command line can carry")
+            if isinstance(checked.get(name), str):
+                _check_argument(name, checked[name], fixed=checked["fixed_strings"])
         search = Search(
-            pattern,
+            checked["pattern"],
             fixed_strings=checked["fixed_strings"],
             ignore_case=checked["ignore_case"],
             glob=checked.get("glob"),
@@ -86,38 +108,147 @@ class SearchTool:
             where = (
                 CallPaths(self.workspace.root, checkout).place(checked["path"], "path") if "path" in checked else "."
             )
-            self._check_ignore_files(checkout, where, lookup)
-        left = lookup.seconds_left(self.workspace.root)
-        counted = count_matches(
-            search, where, cwd=root, seconds=SEARCH_SECONDS if left is None else min(left, SEARCH_SECONDS)
-        )
+            vetted = self.ignore_files.vet(os.path.normpath(os.path.join(root, where)), checkout.main, lookup)
+            identity = self.workspace.identity
+        with self._in_line(lookup), self._pinned(where, identity) as pinned:
+            counted, ignored = self._count(search, where, vetted, pinned, lookup)
+            _check_unchanged(root, where, pinned)
         with self.workspace.turn(lookup) as checkout:
             call = CallPaths(self.workspace.root, checkout)
             located, stats = located_counts(counted.counts, checkout, Path(root))
-            ranking, notes = top_ranked(
+            ranking, dating_notes = top_ranked(
                 located, stats, checkout=checkout, lookup=lookup, limit=checked["limit"], name_of=call.inside
             )
-        for note in notes:
+        for note in dating_notes:
             self.workspace.warn(note)
         ranking["search"] = {"files_searched": counted.files_searched}
-        return ranking
+        notes = list(vetted.notes)
+        if ignored is not None:
+            ranking["search"]["ignored_files"] = len(ignored)
+            notes += _ignored_note(ignored)
+        elif not ranking["results"]:
+            notes.append("Whether files the ignore rules leave out match could not be told in the time left.")
+        return ranking, notes
 
-    def _check_ignore_files(self, checkout: Checkout, where: str, lookup: Lookup) -> None:
-        """BlockingFile for an ignore file ripgrep would read that is a FIFO or a device (links followed):
-        those git tracks in the search, and those in the folders from the search up to the top."""
-        start = os.path.normpath(os.path.join(str(self.workspace.root), where))
-        folders = [start, *ancestors(start)] if os.path.isdir(start) else ancestors(start)
-        places = [os.path.join(folder, name) for folder in folders for name in IGNORE_FILES]
-        main = checkout.main
-        if main is not None:
-            try:
-                tracked = main.tracked(lookup)
-            except NeedsWork:  # pragma: no cover - a search never looks up from the cache only
-                tracked = set()
-            places += [
-                os.path.join(main.base, *name.split("/")) for name in tracked if name.rpartition("/")[2] in IGNORE_FILES
-            ]
-        check_for_git(places, reader="ripgrep")
+    def _count(
+        self, search: Search, where: str, vetted: Vetted, pinned: Pin, lookup: Lookup
+    ) -> tuple[Counted, dict[str, int] | None]:
+        """ripgrep's counts (confined, where the system allows), and when nothing matched, what the
+        ignore rules left out that would (None: not known in the time left)."""
+        confinement = _confinement(pinned, vetted)
+        place = Place(
+            f"/proc/self/fd/{pinned.fd}"
+            if pinned.fd is not None and CURRENT.name == "linux"
+            else str(self.workspace.root),
+            where,
+            excluded=tuple(vetted.excluded),
+            confinement=confinement,
+        )
+        try:
+            counted = count_matches(search, place, seconds=self._search_seconds(lookup))
+            ignored = None
+            if not counted.counts:
+                with contextlib.suppress(SearchError):
+                    ignored = {
+                        _plain(path): count
+                        for path, count in count_ignored(search, place, seconds=self._search_seconds(lookup)).items()
+                    }
+        finally:
+            if confinement is not None:
+                confinement.close()
+        return counted, ignored
+
+    def _search_seconds(self, lookup: Lookup) -> float:
+        left = lookup.seconds_left(self.workspace.root)
+        return SEARCH_SECONDS if left is None else min(left, SEARCH_SECONDS)
+
+    @contextlib.contextmanager
+    def _in_line(self, lookup: Lookup) -> Iterator[None]:
+        """A turn among the searches that run at once, waited for within the call's time."""
+        left = lookup.seconds_left(self.workspace.root)
+        if not self.line.acquire(timeout=-1 if left is None else left):
+            raise SearchError("other searches held every place for the whole time allowed; try again")
+        try:
+            yield
+        finally:
+            self.line.release()
+
+    @contextlib.contextmanager
+    def _pinned(self, where: str, identity: tuple[int, int] | None) -> Iterator[Pin]:
+        """The workspace folder held open, checked to be the one the call looked at, and the path to search."""
+        try:
+            pinned = pin(str(self.workspace.root), where)
+        except LinkOnTheWay as error:
+            raise SearchError(f"{error} now; the search was not made", "path" if where != "." else None) from None
+        except (OSError, ValueError):
+            raise SearchError("the folder to search was moved or deleted as the search began; try again") from None
+        try:
+            root_steps = len(pinned.steps) - len([part for part in where.split("/") if part not in ("", ".")])
+            if identity is not None and pinned.steps[root_steps - 1] != identity:
+                raise SearchError("the workspace folder was replaced as the search began; try again")
+            yield pinned
+        finally:
+            pinned.close()
+
+
+def _confinement(pinned: Pin, vetted: Vetted) -> Confinement | None:
+    """The search's sandbox: reads beneath the workspace, and the few files outside it ripgrep needs."""
+    if pinned.fd is None:
+        return None
+    return confine(read_beneath=[pinned.fd], read_files=vetted.outside, run=[rg_program()])
+
+
+def _check_unchanged(root: str, where: str, pinned: Pin) -> None:
+    """SearchError if a folder from the top to the searched path is not what it was when ripgrep
+    started (a link now, or another folder): then ripgrep may have searched somewhere else."""
+    try:
+        again = pin(root, where)
+    except OSError:
+        again = None
+    if again is not None:
+        again.close()
+    if again is None or again.steps != pinned.steps:
+        raise SearchError(
+            f"{shown(os.path.join(root, where))} changed while it was searched (a folder on the way was moved, "
+            "or replaced by a link); nothing is answered from it: try again"
+        )
+
+
+def _plain(path: str) -> str:
+    return path[2:] if path.startswith("./") else path
+
+
+def _ignored_note(ignored: dict[str, int]) -> list[str]:
+    """What to tell of the files the ignore rules left out, when none they let through matched."""
+    if not ignored:
+        return []
+    top = sorted(ignored, key=lambda path: (-ignored[path], path))[:IGNORED_SHOWN]
+    named = ", ".join(f"{shown(path)} ({ignored[path]})" for path in top)
+    files = "1 file" if len(ignored) == 1 else f"{len(ignored):,} files"
+    return [
+        f"No file the ignore rules let through matches, but {files} they leave out "
+        f"{'does' if len(ignored) == 1 else 'do'}: {named}. To search one, pass it (or its folder) as path."
+    ]
+
+
+def _check_argument(name: str, value: str, *, fixed: bool, system: System = CURRENT) -> None:
+    """InvalidArguments for a pattern or glob no search can take: a NUL or a lone surrogate (no
+    command line carries them), a line break in the pattern, more than a command line holds."""
+    if "\0" in value or _unpaired(value):
+        raise InvalidArguments(name, f"{quoted(value)} holds a character no command line can carry")
+    if name == "pattern" and ("\n" in value):
+        said = "text" if fixed else "a pattern"
+        raise InvalidArguments(name, f"holds a line break, and a search matches {said} within one line at a time")
+    if system.windows:
+        size, limit, unit = (
+            len(value.encode("utf-16-le", "surrogatepass")) // 2,
+            MAX_ARGUMENT_UNITS_WINDOWS,
+            "characters",
+        )
+    else:
+        size, limit, unit = len(value.encode("utf-8", "surrogatepass")), MAX_ARGUMENT_BYTES, "bytes"
+    if size > limit:
+        raise InvalidArguments(name, f"{size:,} {unit} long, more than the {limit:,} a search takes")
 
 
 def _unpaired(text: str) -> bool:

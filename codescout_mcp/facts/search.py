@@ -9,39 +9,44 @@ here:
 * gets the pattern as one `--regexp=...` argument and every path after `--`, so no pattern,
   glob or path can become an option; the three options that start programs (`--pre`,
   `--search-zip`, `--hostname-bin`) are never given, nor `--follow`;
-* counts matches, not lines, and prints counts, not text (`--count-matches --null`), with
-  `--stats` for how many files it searched;
-* runs within a deadline and an output bound, ended with whatever it started when either
-  passes (`processes.run_child`).
+* runs in the folder the caller checked (`Place`: on Linux by its open descriptor, so a name
+  changed since leads nowhere else), confined by the caller's sandbox where there is one;
+* is held to RIPGREP_DATA_BYTES of memory, with its regex and DFA size limits well inside it,
+  and to a deadline, ended with whatever it started when either passes.
 
-ripgrep's defaults decide what is searched: ignore files honoured, hidden and binary files
-skipped, links not followed. Where `--count-matches` would count otherwise than `--json` (what
-`codescout hits` reads), the search runs with `--json` instead, so the counts are always the
-ones the pipeline would give: when `--stats` says more files matched than were printed (a file
-that turned out binary after its first matches), and for a pattern that can match the empty
-string (`--json` counts a matching line whose matches it cannot show once, `--count-matches`
-not at all), which a probe of a few lines tells.
+What is searched: files ripgrep's ignore rules let through, hidden ones included, without the
+version-control folders (`--hidden` and a `!` glob for each of VCS_FOLDERS, as the hosts' own
+grep tools search), binary files skipped, links not followed. The counts are those of `rg
+--json` (what `codescout hits` reads: each matching line counts its submatches, or 1 when it
+lists none), read as they stream (`ripgrep.JsonCounter`), never held whole. How many files were
+searched comes from `rg --files` with the same filters, run beside the search: ripgrep's JSON
+summary counts only the files that matched.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sysconfig
+import threading
 from typing import Final
 
-from codescout_mcp.facts.ripgrep import RipgrepError, read_match_counts
+from codescout_mcp.facts.ripgrep import JsonCounter, RipgrepError, TooManyFiles
 from codescout_mcp.platform import CURRENT, System, decode_name
-from codescout_mcp.processes import ChildOutputTooLarge, ChildTimeout, find_program, run_child
+from codescout_mcp.processes import ChildTimeout, StreamedChild, find_program
+from codescout_mcp.sandbox import Confinement
 
-# The most ripgrep output read: counts are a path and a number each (95 KB for `the` on git's
-# own repository); the --json fallback prints every matching line, so it gets more room.
-COUNT_OUTPUT_BYTES: Final = 64 << 20
-JSON_OUTPUT_BYTES: Final = 256 << 20
-STATS: Final = re.compile(
-    rb"(?:\A|\n)\n(\d+) matches\n(\d+) matched lines\n(\d+) files contained matches\n(\d+) files searched\n"
-    rb"\d+ bytes printed\n\d+ bytes searched\n[\d.]+ seconds spent searching\n[\d.]+ seconds\n?\Z"
-)
+# The folders of version-control systems: never searched, as the hosts' own grep leaves them out.
+VCS_FOLDERS: Final = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
+# The most memory a ripgrep may take for its data; its compiled regex and each thread's DFA are
+# held well inside it, so that a pattern too large is an error that names it, not a crash.
+RIPGREP_DATA_BYTES: Final = 256 << 20
+REGEX_SIZE_LIMIT: Final = "32M"
+DFA_SIZE_LIMIT: Final = "8M"
+# What a search holds of its matches: a count per file, for at most this many files and bytes of names.
+MAX_FILES: Final = 100_000
+MAX_NAME_BYTES: Final = 16 << 20
+# How much of ripgrep's output is read at once.
+READ_BYTES: Final = 1 << 20
 
 
 class SearchError(Exception):
@@ -65,12 +70,26 @@ class Search:
         self.ignore_case = ignore_case
         self.glob = glob
 
-    def options(self) -> list[str]:
+    def matching(self) -> list[str]:
         """The options that say what to match, each one argument that cannot be read another way."""
         found = ["--fixed-strings"] if self.fixed_strings else []
         found += ["--ignore-case"] if self.ignore_case else []
-        found += [f"--glob={self.glob}"] if self.glob is not None else []
         return [*found, f"--regexp={self.pattern}"]
+
+
+class Place:
+    """Where a search runs: the folder ripgrep works in (`cwd`), the path it searches relative to
+    it (`where`), folders to leave out (relative to `cwd`, `/`-separated), and its sandbox."""
+
+    __slots__ = ("confinement", "cwd", "excluded", "where")
+
+    def __init__(
+        self, cwd: str, where: str, *, excluded: tuple[str, ...] = (), confinement: Confinement | None = None
+    ) -> None:
+        self.cwd = cwd
+        self.where = where
+        self.excluded = excluded
+        self.confinement = confinement
 
 
 class Counted:
@@ -97,98 +116,160 @@ def rg_program(system: System = CURRENT) -> str:
     return found
 
 
+def glob_literal(path: str) -> str:
+    """`path` as a glob that matches it alone: each character a glob reads specially in a class of its own."""
+    return "".join(f"[{char}]" if char in "[]*?{}\\" else char for char in path)
+
+
+def filters(search: Search, place: Place, *, ignore_rules: bool = True) -> list[str]:
+    """The options that say which files are searched: hidden ones too, the caller's glob, never
+    a version-control folder nor a folder left out; the ignore rules, unless `ignore_rules` is False."""
+    found = ["--hidden"] + ([] if ignore_rules else ["--no-ignore"])
+    found += [f"--glob={search.glob}"] if search.glob is not None else []
+    # After the caller's glob: a later glob outranks an earlier one.
+    found += [f"--glob=!{name}" for name in VCS_FOLDERS]
+    found += [f"--glob=!/{glob_literal(folder)}/" for folder in place.excluded]
+    return found
+
+
+def command(program: str, search: Search, place: Place, *, ignore_rules: bool = True) -> list[str]:
+    """The search's rg command line: JSON events for the matches."""
+    return [
+        *(program, "--no-config", "--no-messages", "--color=never", "--json"),
+        *(f"--regex-size-limit={REGEX_SIZE_LIMIT}", f"--dfa-size-limit={DFA_SIZE_LIMIT}"),
+        *filters(search, place, ignore_rules=ignore_rules),
+        *search.matching(),
+        *("--", place.where),
+    ]
+
+
+def listing(program: str, search: Search, place: Place) -> list[str]:
+    """The rg command line that lists the files the search covers (one NUL after each)."""
+    return [program, "--no-config", "--no-messages", "--files", "--null", *filters(search, place), "--", place.where]
+
+
 def _environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key != "RIPGREP_CONFIG_PATH"}
 
 
-def count_matches(search: Search, where: str, *, cwd: str, seconds: float, system: System = CURRENT) -> Counted:
-    """Match counts for `search` in `where` (a path relative to `cwd`), ripgrep's defaults deciding
-    what is searched; SearchError when the search cannot be made or does not finish in `seconds`."""
+def count_matches(search: Search, place: Place, *, seconds: float, system: System = CURRENT) -> Counted:
+    """Match counts for `search` in `place`, and how many files it covered; SearchError when the
+    search cannot be made, matches more files than are held at once, or does not finish in `seconds`."""
     program = rg_program(system)
-    base = [program, "--no-config", "--no-messages", "--color=never", "--with-filename", *search.options()]
-    if not _matches_empty(base, seconds):
-        argv = [*base, "--count-matches", "--null", "--stats", "--", where]
-        out, files_searched, matched = _run(argv, cwd, seconds)
-        counts = _counts(out, system)
-        if matched == len(counts):
-            return Counted(counts, files_searched)
-    # Counted as --json counts (what `codescout hits` reads).
-    out, files_searched, _ = _run([*base, "--json", "--", where], cwd, seconds, limit=JSON_OUTPUT_BYTES)
-    return Counted(_counts(out, system), files_searched)
-
-
-# Lines on which a pattern that can match the empty string does: line ends, word boundaries
-# and the inside of a word.
-PROBE: Final = b"\nab c\n_\n"
-EMPTY_MATCH: Final = re.compile(rb'"start":(\d+),"end":\1[,}]')
-
-
-def _matches_empty(base: list[str], seconds: float) -> bool:
-    """Whether the pattern (and its options, in `base`) matches the empty string somewhere in PROBE."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="codescout-probe-") as folder:
-        probe = os.path.join(folder, "probe.txt")
-        with open(probe, "wb") as handle:
-            handle.write(PROBE)
-        out, _, _ = _run([*base, "--json", "--", probe], folder, seconds)
-    return EMPTY_MATCH.search(out) is not None
-
-
-def _run(argv: list[str], cwd: str, seconds: float, *, limit: int = COUNT_OUTPUT_BYTES) -> tuple[bytes, int, int]:
-    """(output without its stats, files searched, files that matched) of one rg run."""
+    files = _FileCount(listing(program, search, place), place, seconds)
     try:
-        status, out, err = run_child(argv, cwd=cwd, env=_environment(), seconds=seconds, limit=limit)
-    except ChildTimeout:
-        raise SearchError(f"the search did not finish within {seconds:.0f} s; narrow it with path or glob") from None
-    except ChildOutputTooLarge:
-        raise SearchError("the search matched more than codescout reads at once; narrow it with path or glob") from None
+        counts = _run(command(program, search, place), place, seconds, system)
+        searched = files.result()
+    finally:
+        files.close()
+    return Counted(counts, searched)
+
+
+def count_ignored(search: Search, place: Place, *, seconds: float, system: System = CURRENT) -> dict[str, int]:
+    """Match counts for `search` in `place` with no ignore rules at all (hidden files and the
+    folders left out stay out): what a search that found nothing would find if they were off."""
+    return _run(command(rg_program(system), search, place, ignore_rules=False), place, seconds, system)
+
+
+def _start(argv: list[str], place: Place, seconds: float) -> StreamedChild:
+    try:
+        return StreamedChild(
+            argv,
+            cwd=place.cwd,
+            env=_environment(),
+            seconds=seconds,
+            data_bytes=RIPGREP_DATA_BYTES,
+            confinement=place.confinement,
+        )
     except OSError as error:
         raise SearchError(f"cannot run ripgrep: {error.strerror or error}") from None
-    if "--json" in argv:
-        # The last event is the summary: {"type":"summary","data":{"stats":{"searches":N,...}}}.
-        searched = _searched(out)
-        if searched is None or status not in (0, 1, 2):
-            raise _failure(err, status)
-        return out, searched, 0
-    stats = STATS.search(out)
-    if stats is None or status not in (0, 1, 2):
-        raise _failure(err, status)
-    return out[: stats.start()], int(stats.group(4)), int(stats.group(3))
 
 
-def _searched(out: bytes) -> int | None:
-    """How many files a --json run searched, from its last event (the summary); None without one."""
-    import json
-
-    last = out.rstrip(b"\n").rpartition(b"\n")[2]
+def _run(argv: list[str], place: Place, seconds: float, system: System) -> dict[str, int]:
+    """The match counts of one `rg --json` run, read as they stream."""
+    child = _start(argv, place, seconds)
+    counter = JsonCounter(max_files=MAX_FILES, max_name_bytes=MAX_NAME_BYTES, system=system)
     try:
-        summary = json.loads(last)
-        searched = summary["data"]["stats"]["searches"] if summary.get("type") == "summary" else None
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return None
-    return searched if type(searched) is int else None
+        try:
+            while chunk := child.read(READ_BYTES):
+                counter.feed(chunk)
+            status, err = child.finish()
+            counts = counter.counts()
+        except ChildTimeout:
+            raise SearchError(
+                f"the search did not finish within {seconds:.0f} s; narrow it with path or glob"
+            ) from None
+        except TooManyFiles as error:
+            raise SearchError(f"the search matched {error}, more than codescout ranks at once; narrow it") from None
+        except RipgrepError as error:
+            raise SearchError(f"ripgrep printed what codescout cannot read: {error}") from None
+    finally:
+        child.close()
+    if status not in (0, 1) and not (status == 2 and counter.summarised):
+        raise failure(err, status)
+    return counts
 
 
-def _counts(out: bytes, system: System) -> dict[str, int]:
-    if not out.strip(b"\n"):
-        return {}
-    try:
-        return read_match_counts(out, "ripgrep's output", system)
-    except RipgrepError as error:
-        raise SearchError(f"ripgrep printed what codescout cannot read: {error}") from None
+class _FileCount:
+    """`rg --files` beside the search, counting the files it lists as they come (a thread of its own)."""
+
+    def __init__(self, argv: list[str], place: Place, seconds: float) -> None:
+        self.child = _start(argv, place, seconds)
+        self.count = 0
+        self.error: BaseException | None = None
+        self.status: int | None = None
+        self.err = b""
+        self.thread = threading.Thread(target=self._read, daemon=True, name="codescout-rg-files")
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            while chunk := self.child.read(READ_BYTES):
+                self.count += chunk.count(b"\0")
+            self.status, self.err = self.child.finish()
+        except BaseException as error:  # handed to the caller by `result`
+            self.error = error
+
+    def result(self) -> int:
+        """How many files the listing named; SearchError if it did not finish."""
+        self.thread.join()
+        if isinstance(self.error, ChildTimeout):
+            raise SearchError("the search did not finish within the time allowed; narrow it with path or glob")
+        if self.error is not None:
+            raise self.error
+        if self.status not in (0, 1, 2):
+            raise failure(self.err, self.status or 0)
+        return self.count
+
+    def close(self) -> None:
+        self.child.close()
+        self.thread.join()
 
 
-def _failure(err: bytes, status: int) -> SearchError:
+def failure(err: bytes, status: int) -> SearchError:
     """The error for an rg that did not search: a pattern or a glob it refused, or a failure."""
     text = decode_name(err).strip()
     last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
     said = last.removeprefix("rg: ").removeprefix("error: ")
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "").removeprefix("rg: ")
+    if 'the literal "\\n" is not allowed' in text:
+        return SearchError("matches a line break, and a search matches within one line at a time", "pattern")
+    if "compiled regex exceeds size limit" in text:
+        return SearchError(
+            f"too large a regular expression: compiled, it passes ripgrep's {REGEX_SIZE_LIMIT}B limit; use fewer "
+            "alternatives or repetitions",
+            "pattern",
+        )
     if "regex parse error" in text or "the literal" in text:
         return SearchError(f"not a regular expression ripgrep reads ({said})", "pattern")
     if "error parsing glob" in text:
         return SearchError(f"not a glob ripgrep reads ({said.split(': ', 1)[-1]})", "glob")
+    if "memory allocation" in text or status in (-6, 134):
+        return SearchError(
+            f"ripgrep needed more than the {RIPGREP_DATA_BYTES >> 20} MiB of memory a search may use "
+            f"({first or 'it was stopped'}); narrow the pattern or glob"
+        )
     return SearchError(f"ripgrep failed (exit status {status}): {said or 'nothing said'}")
 
 
-__all__ = ["Counted", "Search", "SearchError", "count_matches", "rg_program"]
+__all__ = ["VCS_FOLDERS", "Counted", "Place", "Search", "SearchError", "count_ignored", "count_matches", "rg_program"]

@@ -93,6 +93,10 @@ def session(workspace: Path, calls: list[dict[str, Any]], env: dict[str, str] | 
     return [replies[n]["result"] for n in range(1, len(calls) + 1)]
 
 
+# The pipeline docs/workspace.md gives: hidden files searched, version-control folders left out.
+PIPELINE_FILTERS = ["--hidden", *(f"--glob=!{name}" for name in (".git", ".svn", ".hg", ".bzr", ".jj", ".sl"))]
+
+
 def by_hand(workspace: Path, arguments: dict[str, Any]) -> dict[str, Any] | None:
     """`rg --json ... | codescout hits | codescout rank` in the workspace; None when it ranks nothing."""
     options = ["--fixed-strings"] * arguments.get("fixed_strings", False) + ["--ignore-case"] * arguments.get(
@@ -100,7 +104,7 @@ def by_hand(workspace: Path, arguments: dict[str, Any]) -> dict[str, Any] | None
     )
     options += [f"--glob={arguments['glob']}"] if "glob" in arguments else []
     where = [arguments["path"]] if "path" in arguments else []
-    rg = run([rg_exe(), "--json", *options, "-e", arguments["pattern"], *where], workspace)
+    rg = run([rg_exe(), "--json", *options, *PIPELINE_FILTERS, "-e", arguments["pattern"], *where], workspace)
     assert rg.returncode in (0, 1), rg.stderr
     limit = ["--limit", str(arguments["limit"])] if "limit" in arguments else []
     hits = run([codescout_exe(), "hits", *limit], workspace, stdin=rg.stdout)
@@ -149,10 +153,18 @@ def test_the_tool_and_the_command_answer_as_the_pipeline_does(checkout: Path) ->
         assert json.loads(printed.stdout) == found, arguments
 
 
-def test_what_ripgrep_skips_by_default_is_not_searched(checkout: Path) -> None:
+def test_hidden_files_are_searched_and_what_else_ripgrep_skips_is_not(checkout: Path) -> None:
     (result,) = session(checkout, [{"pattern": "search", "limit": 100}])
     paths = {entry["path"] for entry in result["structuredContent"]["results"]}
-    assert paths == {"src/search.py", "src/rank.py", "docs/guide.md", "README.md", "untracked.txt", "late.dat"}
+    assert paths == {
+        "src/search.py",
+        "src/rank.py",
+        "docs/guide.md",
+        "README.md",
+        "untracked.txt",
+        "late.dat",
+        ".hidden/h.py",
+    }
     ages = {entry["path"]: entry["last_modified_days"] for entry in result["structuredContent"]["results"]}
     assert {name: ages[name] for name in ("src/search.py", "src/rank.py", "docs/guide.md")} == {
         "src/search.py": 3,
@@ -168,6 +180,7 @@ def test_a_pattern_that_matches_nothing_is_an_answer(checkout: Path) -> None:
     assert result.get("isError") is False
     assert result["structuredContent"]["results"] == []
     assert result["structuredContent"]["counts"] == {"hits": 0, "returned": 0}
+    assert result["structuredContent"]["search"]["ignored_files"] == 0
     assert result["structuredContent"]["search"]["files_searched"] > 5
 
 
@@ -208,7 +221,6 @@ def test_no_ripgrep_config_and_no_pattern_runs_anything(checkout: Path, tmp_path
     script.write_text(f'#!/bin/sh\ntouch {marker}\ncat "$1"\n', encoding="utf-8")
     script.chmod(0o755)
     config = tmp_path / "ripgreprc"
-    config.write_text(f"--pre={script}\n--hidden\n--no-ignore\n--follow\n", encoding="utf-8")
     calls: list[dict[str, Any]] = [
         {"pattern": "search", "limit": 100},
         {"pattern": f"--pre={script}"},
@@ -216,52 +228,102 @@ def test_no_ripgrep_config_and_no_pattern_runs_anything(checkout: Path, tmp_path
         {"pattern": "--files"},
         {"pattern": "x", "glob": f"--pre={script}"},
     ]
+    config.write_text(f"--pre={script}\n--no-hidden\n--no-ignore\n--follow\n", encoding="utf-8")
     results = session(checkout, calls, env=env_for(RIPGREP_CONFIG_PATH=str(config)))
     assert not marker.exists()
     paths = {entry["path"] for entry in results[0]["structuredContent"]["results"]}
-    assert ".hidden/h.py" not in paths and "build/out.py" not in paths  # the config's options were not taken
+    assert ".hidden/h.py" in paths and "build/out.py" not in paths  # the config's options were not taken
     assert not any(path.startswith("linked/") for path in paths)
     for result in results[1:]:
         assert result.get("isError") is False and result["structuredContent"]["counts"]["hits"] == 0, result
 
 
 @posix_only("a symbolic link to /dev/zero")
-def test_an_ignore_file_git_tracks_that_is_a_device_is_refused_at_once(tmp_path: Path) -> None:
+def test_a_folder_whose_ignore_file_is_a_device_is_left_out_and_said(tmp_path: Path) -> None:
+    """ripgrep would read /dev/zero without end: the folder is not searched, the rest is, and a note says why."""
     repo = Repo(tmp_path / "p")
     repo.write("a.py", "search\n")
-    (repo.root / "sub").mkdir()
+    repo.write("sub/b.py", "search\n")
     (repo.root / "sub" / ".gitignore").symlink_to("/dev/zero")
-    repo.commit(ago(5), "a.py", "sub/.gitignore")
+    repo.commit(ago(5), "a.py", "sub/b.py", "sub/.gitignore")
     started = time.monotonic()
     (result,) = session(repo.root, [{"pattern": "search"}])
     assert time.monotonic() - started < 20
-    assert result["isError"] is True
-    text = result["content"][0]["text"]
-    assert text == (
-        f"the workspace {repo.root} cannot be read: {repo.root}/sub/.gitignore is a device, not a regular file, "
-        "and ripgrep would wait on it"
-    )
+    assert result["isError"] is False
+    assert [entry["path"] for entry in result["structuredContent"]["results"]] == ["a.py"]
+    assert [block["text"] for block in result["content"][1:]] == [
+        f"Note: not searched: sub/, because {repo.root}/sub/.gitignore is a device, which ripgrep would read "
+        "without end"
+    ]
+
+
+@posix_only("a symbolic link to /dev/zero")
+def test_an_ignore_file_every_search_reads_that_is_a_device_is_refused_at_once(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "p")
+    repo.write("sub/a.py", "search\n")
+    (repo.root / ".ignore").symlink_to("/dev/zero")
+    repo.commit(ago(5), "sub/a.py", ".ignore")
+    for arguments in ({"pattern": "search"}, {"pattern": "search", "path": "sub"}):
+        (result,) = session(repo.root, [arguments])
+        assert result["isError"] is True
+        assert result["content"][0]["text"] == (
+            f"{repo.root}/.ignore is a device, which ripgrep would read without end; every search here reads it, "
+            "so none can run"
+        )
 
 
 @linux_only("a FIFO, and /proc to see what runs")
-def test_a_search_held_by_a_fifo_ends_at_its_deadline_and_leaves_no_ripgrep(tmp_path: Path) -> None:
-    """An untracked FIFO where ripgrep opens an ignore file holds ripgrep: the call ends at its
-    deadline with a tool error, and ripgrep's process group is ended with it."""
+def test_an_untracked_fifo_where_ripgrep_reads_an_ignore_file_is_never_waited_on(tmp_path: Path) -> None:
     repo = Repo(tmp_path / "p")
     repo.write("a.py", "search\n")
     repo.commit(ago(5), "a.py")
     (repo.root / "sub").mkdir()
+    (repo.root / "sub" / "b.py").write_text("search\n", encoding="utf-8")
     if sys.platform == "win32":  # marked Linux-only; this is for the type checker
         raise AssertionError("no FIFOs on Windows")
     os.mkfifo(repo.root / "sub" / ".ignore")  # untracked, in a folder ripgrep walks into
-    tool = SearchTool(Workspace(str(repo.root)), seconds=3.0)
+    tool = SearchTool(Workspace(str(repo.root)), seconds=30.0)
     started = time.monotonic()
-    assert ripgreps_in(repo.root) == []
     result = tool.call({"pattern": "search"})
+    assert time.monotonic() - started < 10
+    assert result is not None and result["isError"] is False
+    assert [entry["path"] for entry in result["structuredContent"]["results"]] == ["a.py"]
+    assert result["content"][1]["text"] == (
+        f"Note: not searched: sub/, because {repo.root}/sub/.ignore is a FIFO, which ripgrep would wait on"
+    )
+    assert ripgreps_in(repo.root) == []
+
+
+@linux_only("/proc, to see what runs")
+def test_a_search_past_its_deadline_is_an_error_and_leaves_no_ripgrep(tmp_path: Path) -> None:
+    """A pattern that matches the empty string, over 2,000 files: ripgrep prints far more than a second's worth."""
+    repo = Repo(tmp_path / "p")
+    repo.write("a.py", "search\n")
+    repo.commit(ago(5), "a.py")
+    for number in range(2_000):
+        (repo.root / f"text{number}.txt").write_text("some words on a line of text\n" * 200, encoding="utf-8")
+    tool = SearchTool(Workspace(str(repo.root)), seconds=1.0)
+    started = time.monotonic()
+    result = tool.call({"pattern": "x*"})
     assert result is not None and result["isError"] is True
-    assert result["content"][0]["text"] == "the search did not finish within 3 s; narrow it with path or glob"
+    assert result["content"][0]["text"] == "the search did not finish within 1 s; narrow it with path or glob"
     assert time.monotonic() - started < 10
     time.sleep(0.5)
+    assert ripgreps_in(repo.root) == []
+
+
+@linux_only("a memory bound on a child (RLIMIT_DATA)")
+def test_a_search_past_ripgreps_memory_bound_is_an_error_that_says_so(tmp_path: Path) -> None:
+    """ripgrep holds each file's output whole: `x*` over one 12 MB file prints 500 MB for it."""
+    repo = Repo(tmp_path / "p")
+    repo.write("a.py", "search\n")
+    repo.commit(ago(5), "a.py")
+    (repo.root / "big.txt").write_text("some words on a line of text\n" * 400_000, encoding="utf-8")
+    result = SearchTool(Workspace(str(repo.root))).call({"pattern": "x*"})
+    assert result is not None and result["isError"] is True
+    assert result["content"][0]["text"].startswith(
+        "ripgrep needed more than the 256 MiB of memory a search may use (memory allocation of "
+    )
     assert ripgreps_in(repo.root) == []
 
 
@@ -275,7 +337,7 @@ def ripgreps_in(folder: Path) -> list[str]:
                 argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if cwd == str(folder) and os.path.basename(argv[0]) in (b"rg", b"rg.exe"):
+            if cwd == str(folder) and os.path.basename(argv[0]) in (b"rg", b"rg.exe"):  # (a confined rg's cwd too)
                 found.append(entry)
     return found
 

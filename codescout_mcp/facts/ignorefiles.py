@@ -1,0 +1,337 @@
+"""The ignore files a search's ripgrep would read, looked at before it runs.
+
+ripgrep reads `.gitignore`, `.ignore` and `.rgignore` in every folder it walks into and in each
+folder above the search, and git's exclude file of each repository it meets. One that is a FIFO
+makes it wait for a writer that never comes; a device (/dev/zero) or a file of megabytes has it
+read, or build rules, until it runs out of memory; a link to a file outside the workspace would
+have it apply rules read from outside. So each one is looked at first (`IgnoreFiles.vet`):
+
+* in the searched folder or above it, which ripgrep reads whatever it searches: a bad one is an
+  error naming it (`BadIgnoreFile`);
+* in a folder below: that folder is left out of the search (`Vetted.excluded`, which the search
+  turns into a `!` glob, so ripgrep never walks into it nor reads the file), and the answer
+  says so (`Vetted.notes`). A folder ripgrep would have skipped anyway loses nothing by it.
+
+Folders git reports as ignored (`git ls-files --others --ignored --directory`) are not walked
+into: ripgrep does not walk into them either, and they are where trees are big (node_modules).
+git is asked again only when an ignore file changed. What was seen of each folder is kept while
+its stat says it is unchanged, so a repeated search costs one `lstat` per folder walked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from codescout_mcp.facts.search import VCS_FOLDERS, SearchError
+from codescout_mcp.paths import ancestors, changed_ns, describe_kind, read_regular, relative_inside
+from codescout_mcp.platform import decode_name
+from codescout_mcp.text import shown
+
+if TYPE_CHECKING:
+    from codescout_mcp.facts.repository import Lookup, RepositoryFacts
+
+IGNORE_FILES: Final = (".gitignore", ".ignore", ".rgignore")
+# The most ignore rules, in bytes, one file may hold for ripgrep to read it: a few thousand
+# lines take a few kilobytes; ripgrep building a 6 MB file's rules took 2 GiB.
+MAX_IGNORE_BYTES: Final = 1 << 20
+# A folder changed less than this before it was listed is listed again next time: file times
+# can be coarse, and an entry added in the same instant must not be missed.
+SLACK_NS: Final = 1_000_000_000
+# The most folders whose listing is kept between searches.
+MAX_FOLDERS: Final = 200_000
+POINTER_LIMIT: Final = 64 * 1024
+
+
+class BadIgnoreFile(SearchError):
+    """An ignore file ripgrep must read (in the searched folder or above) that it cannot read safely."""
+
+
+class Vetted:
+    """What a search may go ahead with: folders to leave out (relative to the workspace,
+    `/`-separated), what to tell the caller of them, and the files outside the workspace that
+    ripgrep reads (for its sandbox)."""
+
+    __slots__ = ("excluded", "notes", "outside")
+
+    def __init__(self, excluded: list[str], notes: list[str], outside: list[str]) -> None:
+        self.excluded = excluded
+        self.notes = notes
+        self.outside = outside
+
+
+class _Listing:
+    """What one folder held when it was last listed, and its stat then."""
+
+    __slots__ = ("folders", "git", "ignore_files", "mark")
+
+    def __init__(self, mark: tuple[int, ...], folders: tuple[str, ...], ignore_files: tuple[str, ...], git: bool):
+        self.mark = mark
+        self.folders = folders
+        self.ignore_files = ignore_files
+        self.git = git
+
+
+def _mark(status: os.stat_result) -> tuple[int, ...]:
+    return (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_ctime_ns)
+
+
+def problem(path: str, root: str | None) -> str | None:
+    """Why ripgrep must not read the ignore file at `path`, in words ("a FIFO, ..."); None when
+    it may (or there is none). With `root`, a link out of that folder is a problem too."""
+    try:
+        found = os.lstat(path)
+        status = os.stat(path) if stat.S_ISLNK(found.st_mode) else found
+    except (OSError, ValueError):
+        return None  # gone, or a link to nothing: ripgrep reads nothing
+    mode = status.st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return f"{describe_kind(mode)}, which ripgrep would wait on"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return f"{describe_kind(mode)}, which ripgrep would read without end"
+    if root is not None and stat.S_ISLNK(found.st_mode):
+        target = os.path.realpath(path)
+        if relative_inside(target, root) is None:
+            return f"a link to {shown(target)}, outside the workspace"
+    if stat.S_ISREG(mode) and status.st_size > MAX_IGNORE_BYTES:
+        return (
+            f"{status.st_size / (1 << 20):.1f} MiB of ignore rules, more than the {MAX_IGNORE_BYTES >> 20} MiB "
+            "codescout lets ripgrep read"
+        )
+    return None
+
+
+def git_exclude_files(folder: str) -> list[str]:
+    """The files ripgrep reads to find the exclude file of the repository whose `.git` is in
+    `folder`: the `.git` file and `commondir` where there are such, and `info/exclude`."""
+    dot_git = os.path.join(folder, ".git")
+    found = []
+    git_dir = dot_git
+    if os.path.isfile(dot_git):
+        found.append(dot_git)
+        try:
+            text = (read_regular(dot_git, POINTER_LIMIT) or b"").decode("utf-8", "replace")
+        except OSError:
+            return found
+        if not text.startswith("gitdir: "):
+            return found
+        git_dir = os.path.join(folder, text[len("gitdir: ") :].strip())
+    common = git_dir
+    commondir = os.path.join(git_dir, "commondir")
+    if os.path.lexists(commondir):
+        found.append(commondir)
+        try:
+            shared = (read_regular(commondir, POINTER_LIMIT) or b"").decode("utf-8", "replace").strip()
+        except OSError:
+            shared = ""
+        if shared:
+            common = os.path.join(git_dir, shared)
+    found.append(os.path.join(common, "info", "exclude"))
+    return found
+
+
+class IgnoreFiles:
+    """The ignore files of one workspace, vetted before each search (see the module docstring)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._listings: dict[str, _Listing] = {}
+        self._ignored: frozenset[str] = frozenset()  # absolute folders git reports as ignored
+        self._ignored_key: object = None  # the ignore files' stat data when git was asked
+
+    def vet(self, start: str, repository: RepositoryFacts | None, lookup: Lookup) -> Vetted:
+        """What a search of `start` (an absolute folder or file inside the workspace) may go ahead
+        with; BadIgnoreFile naming a file ripgrep must read and cannot."""
+        outside, negated = self._above(start)
+        in_git = repository is not None and repository.in_git
+        asked = False
+        if in_git and self._ignored_key is None:
+            assert repository is not None
+            self._ignored, asked = _ignored_folders(repository, lookup), True
+        for _ in range(3):
+            seen: list[tuple[str, tuple[int, ...] | None]] = []
+            # A `!` rule in a .ignore or .rgignore can have ripgrep walk into a folder git ignores:
+            # then every folder is walked.
+            pruned = self._ignored if in_git and not negated else frozenset()
+            excluded, notes, negation_below = self._below(start, seen, lookup, pruned)
+            if negation_below and not negated:
+                negated = True
+                continue
+            key = (tuple(seen), tuple(_signature(path) for path in outside))
+            if not in_git or negated or key == self._ignored_key:
+                break
+            self._ignored_key = key
+            if asked:
+                break
+            # An ignore file changed since git was asked: ask again, and walk with its answer.
+            assert repository is not None
+            self._ignored, asked = _ignored_folders(repository, lookup), True
+        return Vetted(excluded, notes, outside)
+
+    def _above(self, start: str) -> tuple[list[str], bool]:
+        """Check what ripgrep reads in the searched folder and those above it: (the files among them
+        outside the workspace, which ripgrep may read as the pipeline's would; whether a .ignore or
+        .rgignore among them holds a `!` rule)."""
+        folders = [start, *ancestors(start)] if os.path.isdir(start) else ancestors(start)
+        places: list[tuple[str, str | None]] = []  # (path, the folder a link there must stay in)
+        for folder in folders:
+            inside = self.root if relative_inside(folder, self.root) is not None else None
+            places += [(os.path.join(folder, name), inside) for name in IGNORE_FILES]
+            if os.path.lexists(os.path.join(folder, ".git")):
+                places += [(path, None) for path in git_exclude_files(folder)]
+        places += [(path, None) for path in global_ignore_files()]
+        outside = []
+        negated = False
+        for path, within in places:
+            if not os.path.lexists(path):
+                continue
+            said = problem(path, within)
+            if said is not None:
+                raise BadIgnoreFile(f"{shown(path)} is {said}; every search here reads it, so none can run")
+            if relative_inside(os.path.realpath(path), self.root) is None:
+                outside.append(path)
+            negated = negated or _negates(path)
+        return outside, negated
+
+    def _below(
+        self, start: str, seen: list[tuple[str, tuple[int, ...] | None]], lookup: Lookup, pruned: frozenset[str]
+    ) -> tuple[list[str], list[str], bool]:
+        """Walk the folders under `start` but those `pruned`, checking each one's ignore files:
+        (folders to leave out, notes, whether a .ignore or .rgignore holds a `!` rule)."""
+        excluded: list[str] = []
+        notes: list[str] = []
+        negated = False
+        if not os.path.isdir(start):
+            return excluded, notes, negated
+        recent = time.time_ns() - SLACK_NS
+        pending = [start]
+        walked = 0
+        while pending:
+            folder = pending.pop()
+            listing = self._listing(folder, recent)
+            if listing is None:
+                continue
+            said = None
+            for name in listing.ignore_files:
+                path = os.path.join(folder, name)
+                seen.append((path, _signature(path)))
+                said = said or _named(path, problem(path, self.root))
+                negated = negated or (said is None and _negates(path))
+            if listing.git and said is None:
+                for path in git_exclude_files(folder):
+                    if os.path.lexists(path):
+                        seen.append((path, _signature(path)))
+                        said = said or _named(path, problem(path, None))
+            if said is not None:
+                if folder == start:  # (checked above: only a change since could bring this)
+                    raise BadIgnoreFile(f"{said}; every search here reads it, so none can run")
+                name = relative_inside(folder, self.root) or "."
+                excluded.append(name)
+                notes.append(f"not searched: {shown(name + '/')}, because {said}")
+                continue
+            pending.extend(
+                path for path in (os.path.join(folder, name) for name in listing.folders) if path not in pruned
+            )
+            walked += 1
+            if walked % 1024 == 0:
+                lookup.seconds_left(Path(self.root))  # (GitError once the call's time is up)
+        return excluded, notes, negated
+
+    def _listing(self, folder: str, recent: int) -> _Listing | None:
+        """What `folder` holds (kept from last time while its stat is unchanged); None if it is no folder now."""
+        try:
+            status = os.lstat(folder)
+        except (OSError, ValueError):
+            return None
+        if not stat.S_ISDIR(status.st_mode):
+            return None
+        mark = _mark(status)
+        kept = self._listings.get(folder)
+        if kept is not None and kept.mark == mark:
+            return kept
+        folders: list[str] = []
+        ignore_files: list[str] = []
+        git = False
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name == ".git":
+                        git = True
+                    elif name in IGNORE_FILES:
+                        ignore_files.append(name)
+                    elif name not in VCS_FOLDERS and entry.is_dir(follow_symlinks=False):
+                        folders.append(name)
+        except OSError:
+            return None  # (ripgrep cannot list it either)
+        listing = _Listing(mark, tuple(folders), tuple(ignore_files), git)
+        if changed_ns(status) < recent:
+            if len(self._listings) >= MAX_FOLDERS:
+                self._listings.clear()
+            self._listings[folder] = listing
+        return listing
+
+
+def _negates(path: str) -> bool:
+    """Whether the .ignore or .rgignore at `path` holds a `!` rule (one that lets files back in)."""
+    if not path.endswith((".ignore", ".rgignore")) or path.endswith(".gitignore"):
+        return False
+    try:
+        data = read_regular(path, MAX_IGNORE_BYTES) or b""
+    except OSError:
+        return False
+    return any(line.startswith(b"!") for line in data.splitlines())
+
+
+def _named(path: str, said: str | None) -> str | None:
+    return None if said is None else f"{shown(path)} is {said}"
+
+
+def _signature(path: str) -> tuple[int, ...] | None:
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+def _ignored_folders(repository: RepositoryFacts, lookup: Lookup) -> frozenset[str]:
+    """The folders git reports as ignored in `repository` (absolute paths)."""
+    assert repository.git is not None
+    _, out, _ = repository.git.run(
+        "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory",
+        seconds=lookup.seconds_left(repository.base),
+    )  # fmt: skip
+    base = str(repository.base)
+    return frozenset(
+        os.path.join(base, *decode_name(name).rstrip("/").split("/"))
+        for name in out.split(b"\0")
+        if name.endswith(b"/")
+    )
+
+
+# How a git config names the global excludes file (as ripgrep looks for it: the setting on a line of its own).
+_EXCLUDES_FILE: Final = re.compile(rb'(?im)^\s*excludesfile\s*=\s*"?\s*(\S+?)\s*"?\s*$')
+
+
+def global_ignore_files() -> list[str]:
+    """The user's git config files ripgrep reads for `core.excludesFile`, and the file it names
+    (else git's default place for it), as ripgrep finds them."""
+    home = os.path.expanduser("~")
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    configs = [os.path.join(home, ".gitconfig"), os.path.join(config_home, "git", "config")]
+    for config in configs:
+        try:
+            data = read_regular(config, MAX_IGNORE_BYTES) or b""
+        except OSError:
+            continue
+        named = _EXCLUDES_FILE.search(data)
+        if named is not None:
+            path = decode_name(named.group(1))
+            path = os.path.join(home, path[2:]) if path.startswith("~/") else path
+            return [*configs, path]
+    return [*configs, os.path.join(config_home, "git", "ignore")]

@@ -258,9 +258,8 @@ class CallPaths:
                 raise InvalidArguments(where, self._outside(path))
             answered_as = inside
             status = self._regular_file(where, given, path)
-            if os.path.split(os.path.join(self.root, given))[1] in ("", ".", ".."):
-                # `a.txt/` and `a.txt/.` name a folder, as the system reads them (ENOTDIR for a file).
-                raise InvalidArguments(where, f"{quoted(given)} is not a folder, and a path that ends so names one")
+            if self._ends_as_folder(given):
+                raise InvalidArguments(where, self._not_a_folder(given))
         identity = (status.st_dev, status.st_ino)
         if status.st_ino and identity in self.seen:
             first, first_given = self.seen[identity]
@@ -312,7 +311,8 @@ class CallPaths:
     def place(self, given: str, where: str) -> str:
         """A folder or file to search, as `given` (relative to the workspace, or absolute inside
         it), resolved (links too: ripgrep is given the real place) and relative to the workspace;
-        InvalidArguments naming `where` when it is not a folder or a regular file inside."""
+        InvalidArguments naming `where` when it is not a folder or a regular file inside, or is a
+        file written as a folder (`a.py/`, which ripgrep could not open)."""
         problem = name_problem(given)
         if problem is not None:
             raise InvalidArguments(where, f"{quoted(given)} {problem}")
@@ -329,6 +329,8 @@ class CallPaths:
         if not (stat.S_ISDIR(status.st_mode) or stat.S_ISREG(status.st_mode)):
             kind = describe_kind(status.st_mode)
             raise InvalidArguments(where, f"{quoted(given)} is {kind}, not a folder or a regular file")
+        if stat.S_ISREG(status.st_mode) and self._ends_as_folder(given):  # (resolving took the ending away)
+            raise InvalidArguments(where, self._not_a_folder(given))
         return inside or "."
 
     def inside(self, path: str) -> str | None:
@@ -354,6 +356,15 @@ class CallPaths:
         if not stat.S_ISREG(status.st_mode):
             raise InvalidArguments(where, f"{quoted(given)} is {describe_kind(status.st_mode)}, not a regular file")
         return status
+
+    def _ends_as_folder(self, given: str) -> bool:
+        """Whether `given` ends as only a folder's path can (`a.txt/`, `a.txt/.`): the system
+        refuses such a path to a file (ENOTDIR), though resolving it gives the file's."""
+        return os.path.split(os.path.join(self.root, given))[1] in ("", ".", "..")
+
+    @staticmethod
+    def _not_a_folder(given: str) -> str:
+        return f"{quoted(given)} is not a folder, and a path that ends so names one"
 
     def _outside(self, path: str) -> str:
         """Words for a path outside the workspace; naming the fix when it is in the repository around it."""

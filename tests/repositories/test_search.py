@@ -214,6 +214,25 @@ def test_bad_arguments_are_tool_errors_naming_their_place(checkout: Path) -> Non
     ]
 
 
+def test_a_file_written_as_a_folder_is_refused_as_ripgrep_refuses_it(checkout: Path) -> None:
+    """`src/search.py/` names a folder, and the system opens none there (ENOTDIR): a tool error, not a
+    search of the file; a folder written so is the folder."""
+    for given in ("src/search.py/", "src/search.py/."):
+        assert run([rg_exe(), "--json", "-e", "search", given], checkout).returncode == 2
+    calls = [{"pattern": "search", "path": path} for path in ("src/search.py/", "src/search.py/.", "src/", "src/.")]
+    refused_file, refused_dot, folder, folder_dot = session(checkout, calls)
+    assert [refused_file["content"][0]["text"], refused_dot["content"][0]["text"]] == [
+        'path: "src/search.py/" is not a folder, and a path that ends so names one',
+        'path: "src/search.py/." is not a folder, and a path that ends so names one',
+    ]
+    assert refused_file["isError"] is refused_dot["isError"] is True
+    expected = by_hand(checkout, {"pattern": "search", "path": "src"})
+    for answer in (folder, folder_dot):
+        assert not answer.get("isError"), answer
+        found = answer["structuredContent"]
+        assert {"results": found["results"], "counts": found["counts"]} == expected
+
+
 @posix_only("a shell script stands in for the program ripgrep's --pre would run")
 def test_no_ripgrep_config_and_no_pattern_runs_anything(checkout: Path, tmp_path: Path) -> None:
     marker = tmp_path / "ran"

@@ -56,6 +56,9 @@ CHECKER: Final = Checker(WORKSPACE_INPUT_SCHEMA)
 # A call of more paths than this goes to a worker thread at once; fewer are answered on the
 # event loop when everything they need is known already (a few stat calls a path).
 INLINE_HITS: Final = 1_000
+# A call with bad paths names them all, so that one call back can fix them; this many in
+# full, and the rest as a count, so that the error stays small however many there are.
+LISTED_PATHS: Final = 20
 
 
 class Workspace:
@@ -182,11 +185,19 @@ class WorkspaceTool:
         return words.tool_result(ranking, notes)
 
     def rank(self, arguments: object, lookup: Lookup) -> tuple[dict[str, Any], list[str]]:
-        """The ranking of the hits in `arguments`, and notes on it; InvalidArguments names a bad hit."""
+        """The ranking of the hits in `arguments`, and notes on it; InvalidArguments names the
+        first hit that breaks the schema, else every hit whose path is bad (`Refusals`)."""
         checked = CHECKER.validate(arguments)
+        refused = Refusals()
         with self.workspace.turn(lookup) as checkout:  # one call at a time reads and updates what is kept
             call = CallPaths(self.workspace.root, checkout)
-            files = [call.file(index, hit["path"]) for index, hit in enumerate(checked.hits)]
+            files = []
+            for index, hit in enumerate(checked.hits):
+                try:
+                    files.append(call.file(index, hit["path"]))
+                except InvalidArguments as error:
+                    refused.add(error)
+            refused.check()
             described = checkout.describe(
                 [path for path, _ in files], lookup, stats=call.stats, folders=call.folder_stats
             )
@@ -202,15 +213,52 @@ class WorkspaceTool:
         for index, (path, answered_as) in enumerate(files):
             fact = found[path]
             if not isinstance(fact, FileFacts):  # it vanished after the check above
-                raise InvalidArguments(f"hits[{index}].path", f"cannot read {quoted(answered_as)} ({fact.strerror})")
+                refused.add(
+                    InvalidArguments(f"hits[{index}].path", f"cannot read {quoted(answered_as)} ({fact.strerror})")
+                )
+                continue
             days, owner = fact
             hit = {"path": answered_as, "matches": checked.hits[index]["matches"], "last_modified_days": days}
             if owner is not None:
                 hit["owner"] = owner
             hits.append(hit)
+        refused.check()
         if len({hit["path"] for hit in hits}) < len(hits):  # (never, the checks above say; if so, worded)
             return rank({"hits": hits, "limit": checked.limit}), described.notes
         return ranked(hits, checked.limit, has_integral_floats=checked.has_integral_floats), described.notes
+
+
+class Refusals:
+    """The bad paths of one call, in input order: the first LISTED_PATHS kept, the rest counted."""
+
+    def __init__(self) -> None:
+        self.listed: list[InvalidArguments] = []
+        self.unlisted = 0
+        self.first_unlisted = ""
+
+    def add(self, error: InvalidArguments) -> None:
+        """One more bad path, after those added before it."""
+        if len(self.listed) < LISTED_PATHS:
+            self.listed.append(error)
+        else:
+            if not self.unlisted:
+                self.first_unlisted = error.location
+            self.unlisted += 1
+
+    def check(self) -> None:
+        """InvalidArguments naming every bad path so far, one line each, when there is one.
+
+        One bad path is said exactly as it is alone; the lines after the first are in the
+        message, so that the error's text is the lines and nothing else."""
+        if not self.listed:
+            return
+        first, *others = self.listed
+        lines = [first.message, *map(str, others)]
+        if self.unlisted == 1:
+            lines.append(f"... and 1 more bad path not listed: {self.first_unlisted}")
+        elif self.unlisted:
+            lines.append(f"... and {self.unlisted} more bad paths not listed, the first of them {self.first_unlisted}")
+        raise InvalidArguments(first.location, "\n".join(lines))
 
 
 class CallPaths:

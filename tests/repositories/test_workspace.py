@@ -24,7 +24,8 @@ from codescout_mcp.contract import (
     WORKSPACE_TOOL_NAME,
 )
 from codescout_mcp.server import build_server
-from tests.gitrepo import DAY, Repo, env_for, run
+from codescout_mcp.workspace import Workspace, WorkspaceTool
+from tests.gitrepo import DAY, Repo, env_for, run, workspace_call
 from tests.helpers import codescout_exe, installed
 from tests.httpserver import RunningServer
 from tests.platforms import FIFOS, posix_only
@@ -242,6 +243,110 @@ async def test_bad_hits_are_tool_errors_naming_the_place(
     result = await call(client, hits)
     assert result.is_error
     assert text_of(result) == message.replace("{root}", str(project.root))
+
+
+async def test_every_bad_path_is_named_in_one_error_in_input_order(client: Client, project: Repo) -> None:
+    """One call tells every path to fix, not the first alone; nothing is ranked."""
+    given = ["docs/guide.md", "nope.py", "src/legacy/old.py", "../outside.txt", "docs", "./docs/guide.md"]
+    result = await call(client, [{"path": path, "matches": 1} for path in given])
+    assert result.is_error
+    assert text_of(result) == "\n".join(
+        [
+            f'hits[1].path: no such file in the workspace {project.root}: "nope.py"',
+            f"hits[3].path: outside the workspace {project.root}",
+            'hits[4].path: "docs" is a directory, not a regular file',
+            'hits[5].path: "./docs/guide.md" names the same file as hits[0] ("docs/guide.md")',
+        ]
+    )
+
+
+async def test_each_repeat_of_a_file_names_the_first_hit_that_named_it(client: Client, project: Repo) -> None:
+    """The first hit that named the file as a file, fine itself; a hit naming it as a folder names no file."""
+    given = [
+        "src/search/rank.py/",
+        "src/search/rank.py",
+        "src/search/./rank.py",
+        "nope.py",
+        "src/legacy/../search/rank.py",
+    ]
+    result = await call(client, [{"path": path, "matches": 1} for path in given])
+    assert result.is_error
+    assert text_of(result) == "\n".join(
+        [
+            'hits[0].path: "src/search/rank.py/" is not a folder, and a path that ends so names one',
+            'hits[2].path: "src/search/./rank.py" names the same file as hits[1] ("src/search/rank.py")',
+            f'hits[3].path: no such file in the workspace {project.root}: "nope.py"',
+            'hits[4].path: "src/legacy/../search/rank.py" names the same file as hits[1] ("src/search/rank.py")',
+        ]
+    )
+
+
+@posix_only("a symbolic link out of the workspace, and a name past NAME_MAX (ENAMETOOLONG)")
+def test_over_stdio_one_error_names_each_bad_path_whatever_is_wrong(project: Repo, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("x", encoding="utf-8")
+    (project.root / "link.txt").symlink_to(secret)
+    given = [
+        "docs/guide.md",
+        "a\0b",
+        "x\ud800y",
+        "docs/guide.md/",
+        "n" * 300,
+        "link.txt",
+        "src/legacy/old.py",
+        "docs//guide.md",
+    ]
+    result, stderr = workspace_call(project.root, given)
+    lines = [
+        'hits[1].path: "a\\x00b" holds a NUL character, which no file name can',
+        'hits[2].path: "x\\ud800y" holds an unpaired surrogate, which no file name here can',
+        'hits[3].path: "docs/guide.md/" is not a folder, and a path that ends so names one',
+        f'hits[4].path: "{"n" * 200}" is longer than a path can be',
+        f'hits[5].path: "link.txt" is a link to outside the workspace {project.root}',
+        'hits[7].path: "docs//guide.md" names the same file as hits[0] ("docs/guide.md")',
+    ]
+    assert result == {"content": [{"type": "text", "text": "\n".join(lines)}], "isError": True}
+    assert "Traceback" not in stderr
+
+
+async def test_past_twenty_bad_paths_the_rest_are_counted(client: Client, project: Repo) -> None:
+    hits = [{"path": "docs/guide.md", "matches": 1}, *({"path": f"gone/{n}.py", "matches": 1} for n in range(25))]
+    result = await call(client, hits)
+    assert result.is_error
+    listed = [f'hits[{n + 1}].path: no such file in the workspace {project.root}: "gone/{n}.py"' for n in range(20)]
+    assert text_of(result) == "\n".join(
+        [*listed, "... and 5 more bad paths not listed, the first of them hits[21].path"]
+    )
+    one_more = await call(client, hits[:22])
+    assert text_of(one_more).splitlines()[20:] == ["... and 1 more bad path not listed: hits[21].path"]
+
+
+async def test_a_schema_error_is_said_alone_before_any_path_is_looked_at(client: Client) -> None:
+    hits = [{"path": "nope.py", "matches": 1}, {"path": "docs/guide.md", "matches": 0}, {"path": "../x", "matches": 1}]
+    result = await call(client, hits)
+    assert result.is_error
+    assert text_of(result) == "hits[1].matches: expected an integer >= 1, got 0"
+
+
+def test_a_hundred_thousand_bad_paths_cost_one_pass_and_a_bounded_error(project: Repo) -> None:
+    """Each path is looked at once (no quadratic pass over the refused), and the error stays 21 lines."""
+    kinds = ["gone/{n}.py", "../out-{n}.txt", "docs/guide.md/{n}", "src/./{n}/"]
+    hits = [{"path": "docs/guide.md", "matches": 1}]
+    hits += [{"path": kinds[n % len(kinds)].format(n=n), "matches": 1} for n in range(100_000)]
+    started = time.monotonic()
+    result = WorkspaceTool(Workspace(str(project.root))).call({"hits": hits})
+    elapsed = time.monotonic() - started
+    assert result is not None and result["isError"] is True
+    lines = result["content"][0]["text"].splitlines()
+    assert len(lines) == 21
+    assert lines[:4] == [
+        f'hits[1].path: no such file in the workspace {project.root}: "gone/0.py"',
+        f"hits[2].path: outside the workspace {project.root}",
+        f'hits[3].path: no such file in the workspace {project.root}: "docs/guide.md/2"',
+        f'hits[4].path: no such file in the workspace {project.root}: "src/./3/"',
+    ]
+    assert lines[20] == "... and 99980 more bad paths not listed, the first of them hits[21].path"
+    assert elapsed < 120, elapsed  # far above one pass, even on a busy machine; a pass per refused path takes hours
 
 
 @posix_only(FIFOS)

@@ -121,6 +121,28 @@ def test_soak_smoke_reports_its_figures() -> None:
     assert re.search(phase_3.format("[45]", "[45]"), output), output
 
 
+@linux_only(PROC)
+def test_search_memory_smoke_reports_every_workspace_on_both_transports() -> None:
+    output = smoke("search_memory.py")
+    assert re.search(r"load average \d+\.\d\d \d+\.\d\d \d+\.\d\d at start", output), output
+    lines = re.findall(
+        r"^(\S+)\s+(stdio|http)\s+peak\s+([\d,]+) MiB \|.*\| (\d+) results, (\d+) tool errors, "
+        r"(\d+) JSON-RPC errors, (\d+) missing",
+        output,
+        re.M,
+    )
+    cases = [(workspace, transport) for workspace, transport, *_ in lines]
+    assert cases == [
+        (workspace, transport)
+        for workspace in ("empty-match", "big-gitignore", "submodule-zero")
+        for transport in ("stdio", "http")
+    ], output
+    for _, _, peak, *counts in lines:
+        assert math.isfinite(float(peak.replace(",", ""))) and float(peak.replace(",", "")) > 0, output
+        assert sum(int(count) for count in counts) == 4, output  # every call is an answer or counted missing
+    assert "LEFT RUNNING" not in output, output
+
+
 def test_a_string_inside_an_f_string_is_named_by_the_f_strings_place() -> None:
     """Python 3.12 gave an f-string's parts positions of their own (3.11 gives them the f-string's):
     a mutant's name must not depend on which Python reads the module."""

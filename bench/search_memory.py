@@ -221,7 +221,6 @@ class Watch:
         self.server_hwm_kib = 0
         self.largest_child_kib = 0
         self.most_processes = 0
-        self.samples = 0
         self.stopped: str | None = None  # why the guard ended the run, if it did
         self.seen: dict[int, int] = {}  # every pid the tree ever held, with its start time
         self.lock = threading.Lock()
@@ -247,7 +246,6 @@ class Watch:
                 self.server_hwm_kib = max(self.server_hwm_kib, readings[0][1])
             for pid in pids:
                 self.seen[pid] = table[pid][1]
-            self.samples += 1
             self.peak_kib = max(self.peak_kib, total)
             self.most_processes = max(self.most_processes, len(pids))
             if len(sizes) > 1:

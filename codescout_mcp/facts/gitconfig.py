@@ -25,8 +25,8 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -52,10 +52,8 @@ def check_includes(configs: Iterable[Path], git: Git, seconds: float | None = No
     """
     pending = [(Path(config), 0) for config in configs]
     seen: set[Path] = set()
-    with tempfile.TemporaryDirectory(prefix="codescout-config-") as scratch:
-        nowhere = os.path.join(scratch, "outside-any-repository")
-        os.mkdir(nowhere)
-        env = {**git.env, "GIT_CEILING_DIRECTORIES": scratch, "GIT_CONFIG_NOSYSTEM": "1"}
+    with _outside_any_repository() as (nowhere, ceiling):
+        env = {**git.env, "GIT_CEILING_DIRECTORIES": ceiling, "GIT_CONFIG_NOSYSTEM": "1"}
         while pending:
             config, depth = pending.pop()
             if config in seen or depth > MAX_INCLUDE_DEPTH:
@@ -74,6 +72,22 @@ def check_includes(configs: Iterable[Path], git: Git, seconds: float | None = No
                 if not target.is_absolute():
                     target = config.parent / target
                 pending.append((target, depth + 1))
+
+
+@contextlib.contextmanager
+def _outside_any_repository() -> Iterator[tuple[str, str]]:
+    """A folder no repository holds, to run git in, and the ceiling that keeps git from looking
+    above it. On Linux, /proc (where nobody can make a .git), so that a read-only root with no
+    writable temporary folder (`docker run --read-only`) needs none; elsewhere a temporary folder."""
+    if sys.platform == "linux" and os.path.isdir("/proc/self"):
+        yield "/proc", "/"
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="codescout-config-") as scratch:
+        nowhere = os.path.join(scratch, "outside-any-repository")
+        os.mkdir(nowhere)
+        yield nowhere, scratch
 
 
 def check_values(git: Git, seconds: float | None = None) -> list[str]:

@@ -121,6 +121,17 @@ def is_link(path: str) -> bool:
     return False
 
 
+def real_path(path: str) -> str:
+    """`os.path.realpath(path)`, tried again when a link on the way was swapped for a folder (or
+    back) as it was read, which makes it raise (EINVAL, ENOTDIR); OSError if it keeps changing."""
+    for _ in range(2):
+        try:
+            return os.path.realpath(path)
+        except OSError:
+            continue
+    return os.path.realpath(path)
+
+
 def resolved_folder(folder: str, known: dict[str, str]) -> str:
     """`folder` with `..`, links and junctions resolved as the system would, reusing `known`.
 
@@ -146,7 +157,7 @@ def resolved_folder(folder: str, known: dict[str, str]) -> str:
             real = os.path.dirname(resolved_parent)
         else:
             candidate = os.path.join(resolved_parent, name)
-            real = os.path.realpath(candidate) if is_link(candidate) else candidate
+            real = real_path(candidate) if is_link(candidate) else candidate
         known[path] = real
     return known[folder]
 
@@ -247,7 +258,10 @@ def _opened_inside(fd: int, path: str, root: str) -> bool:
         with contextlib.suppress(OSError):  # (1024: MAXPATHLEN, the longest path F_GETPATH gives)
             opened = os.fsdecode(fcntl.fcntl(fd, fcntl.F_GETPATH, bytes(1024)).partition(b"\0")[0])
     if opened is None:
-        again = os.path.realpath(path)
+        try:
+            again = real_path(path)
+        except OSError:
+            return False
         try:
             named, held = os.stat(again), os.fstat(fd)
         except OSError:

@@ -41,6 +41,7 @@ from codescout_mcp.paths import (
     describe_kind,
     located,
     pin,
+    real_path,
     relative_inside,
     same_folder_inside,
 )
@@ -300,7 +301,10 @@ class CallPaths:
                 status = self._regular_file(f"hits[{index}].path", given, path)
         else:
             where = f"hits[{index}].path"
-            path = located(self.root, given, self.folders)
+            try:
+                path = located(self.root, given, self.folders)
+            except OSError:  # (a link on the way swapped for a folder as it was read)
+                raise InvalidArguments(where, f"{quoted(given)} kept changing as it was looked at; try again") from None
             inside = self.inside(path)
             if inside is None:
                 raise InvalidArguments(where, self._outside(path))
@@ -364,7 +368,10 @@ class CallPaths:
         problem = name_problem(given)
         if problem is not None:
             raise InvalidArguments(where, f"{quoted(given)} {problem}")
-        path = os.path.realpath(os.path.join(self.root, given))
+        try:
+            path = real_path(os.path.join(self.root, given))
+        except OSError:
+            raise InvalidArguments(where, f"{quoted(given)} kept changing as it was looked at; try again") from None
         inside = self._relative(path, self.root)
         if inside is None:
             raise InvalidArguments(where, self._outside(path))
@@ -391,7 +398,7 @@ class CallPaths:
         try:
             status = os.lstat(path)
             if stat.S_ISLNK(status.st_mode):
-                target = os.path.realpath(path)
+                target = real_path(path)
                 if self.inside(target) is None:
                     raise InvalidArguments(where, f"{quoted(given)} is a link to {self._outside(target)}")
                 status = os.stat(path)

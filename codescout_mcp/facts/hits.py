@@ -112,7 +112,10 @@ def located_counts(
     located: dict[str, int] = {}
     folders: dict[str, str] = {}
     for given, count in counts.items():
-        path = checkout.locate(given, cwd, folders)
+        try:
+            path = checkout.locate(given, cwd, folders)
+        except OSError:  # a folder on its way changed as it was resolved: the file is not where it was
+            continue
         located[path] = located.get(path, 0) + count
     stats: dict[str, os.stat_result] = {}
     gits_own: list[str] = []

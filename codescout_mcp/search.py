@@ -25,6 +25,7 @@ runs outside the workspace's lock, so a search never waits on another call's git
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -47,6 +48,8 @@ from codescout_mcp.sandbox import Confinement, confine
 from codescout_mcp.text import quoted, shown
 from codescout_mcp.validate import FlatChecker, InvalidArguments
 from codescout_mcp.workspace import CallPaths, Workspace
+
+logger = logging.getLogger("codescout")
 
 CHECKER: Final = FlatChecker(SEARCH_INPUT_SCHEMA)
 # The part of a call's time ripgrep may take; the rest is for git.
@@ -192,10 +195,45 @@ class SearchTool:
 
 
 def _confinement(pinned: Pin, vetted: Vetted) -> Confinement | None:
-    """The search's sandbox: reads beneath the workspace, and the few files outside it ripgrep needs."""
-    if pinned.fd is None:
+    """The search's sandbox: reads beneath the workspace, and the few files outside it ripgrep needs
+    (None where there is none, or where ripgrep does not start in one: `confinable`)."""
+    program = rg_program()
+    if pinned.fd is None or not confinable(program):
         return None
-    return confine(read_beneath=[pinned.fd], read_files=vetted.outside, run=[rg_program()])
+    return confine(read_beneath=[pinned.fd], read_files=vetted.outside, run=[program])
+
+
+_CONFINABLE: dict[str, bool] = {}
+
+
+def confinable(program: str) -> bool:
+    """Whether `program` starts and answers in a sandbox that lets it read nothing of the workspace
+    (its libraries may be where the sandbox does not look: then searches run unconfined, and the
+    check of their folders after each run is what guards them). Asked once per program."""
+    if program not in _CONFINABLE:
+        import subprocess
+
+        confinement = confine(read_beneath=[], read_files=[], run=[program])
+        works = False
+        if confinement is not None:
+            try:
+                done = subprocess.run(
+                    [program, "--version"],
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    preexec_fn=confinement.apply,
+                    timeout=30,
+                    check=False,
+                )
+                works = done.returncode == 0
+            except (OSError, subprocess.SubprocessError):
+                works = False
+            finally:
+                confinement.close()
+            if not works:
+                logger.warning("ripgrep does not start in a Landlock sandbox here; searches run without one")
+        _CONFINABLE[program] = works
+    return _CONFINABLE[program]
 
 
 def _check_unchanged(root: str, where: str, pinned: Pin) -> None:

@@ -130,6 +130,13 @@ SEARCHES: list[dict[str, Any]] = [
     {"pattern": "search", "path": "src/search.py"},
     {"pattern": "search", "glob": "*.md"},
     {"pattern": "search", "glob": "!*.py", "limit": 2},
+    # Anchored to a haystack's start, and matching the empty string: counted line by line, as
+    # `rg --json` counts them (rg --count-matches counts some of them once a file).
+    {"pattern": "\\Asearch", "limit": 100},
+    {"pattern": "(?-m:^)search", "limit": 100},
+    {"pattern": "search|", "limit": 100},
+    {"pattern": "x*", "limit": 100, "glob": "*.py"},
+    {"pattern": "search", "glob": "src/**", "path": "src"},
 ]
 
 
@@ -382,3 +389,113 @@ def test_the_command_line_refuses_what_the_tool_refuses(checkout: Path) -> None:
     assert usage.returncode == 2 and b"usage error" in usage.stderr
     dashes = run([codescout_exe(), "search", "--", "--pre=x"], checkout)
     assert dashes.returncode == 0 and json.loads(dashes.stdout)["counts"]["hits"] == 0
+
+
+def test_an_empty_matching_pattern_that_matches_nothing_is_an_empty_answer(checkout: Path) -> None:
+    """`^\\s*$` in files with no blank line, `^$` where the glob selects nothing: no results, no error."""
+    results = session(checkout, [{"pattern": "^\\s*$", "glob": "src/*.py"}, {"pattern": "^$", "glob": "*.nothing"}])
+    for result in results:
+        assert result["isError"] is False, result
+        assert result["structuredContent"]["counts"] == {"hits": 0, "returned": 0}
+
+
+def test_files_searched_is_what_ripgrep_lists_with_the_same_filters(checkout: Path) -> None:
+    listed = run([rg_exe(), "--files", *PIPELINE_FILTERS], checkout)
+    count = len(listed.stdout.splitlines())
+    src = len(run([rg_exe(), "--files", *PIPELINE_FILTERS, "src"], checkout).stdout.splitlines())
+    results = session(
+        checkout,
+        [{"pattern": "search"}, {"pattern": "zebra-xylophone"}, {"pattern": "x*"}, {"pattern": "def", "path": "src"}],
+    )
+    assert [result["structuredContent"]["search"]["files_searched"] for result in results] == [count, count, count, src]
+
+
+def test_one_ripgrep_search_a_call_even_for_a_file_that_turns_binary(
+    checkout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """late.dat is binary after its first matches: counted from the one run, never searched twice."""
+    import codescout_mcp.facts.search as runner
+
+    started: list[list[str]] = []
+    real = runner.StreamedChild
+
+    def counting(argv: list[str], **options: Any) -> Any:
+        started.append(argv)
+        return real(argv, **options)
+
+    monkeypatch.setattr(runner, "StreamedChild", counting)
+    result = SearchTool(Workspace(str(checkout))).call({"pattern": "search", "limit": 100})
+    assert result is not None and result["isError"] is False
+    assert {entry["path"]: entry["matches"] for entry in result["structuredContent"]["results"]}["late.dat"] == 5461
+    assert [("--json" in argv, "--files" in argv) for argv in started] == [(False, True), (True, False)]
+
+
+def test_a_search_needs_no_temporary_file(checkout: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no temporary folder to write in (`docker run --read-only`), a search still answers."""
+    import tempfile
+
+    def no_room(*args: object, **kwargs: object) -> Any:
+        raise FileNotFoundError("no usable temporary directory")
+
+    for name in ("TemporaryDirectory", "NamedTemporaryFile", "mkdtemp", "mkstemp"):
+        monkeypatch.setattr(tempfile, name, no_room)
+    for pattern in ("search", "x*", "zebra-xylophone"):
+        result = SearchTool(Workspace(str(checkout))).call({"pattern": pattern, "fixed_strings": pattern != "x*"})
+        assert result is not None and result["isError"] is False, result
+
+
+def test_arguments_ripgrep_cannot_take_are_tool_errors_naming_them(checkout: Path) -> None:
+    too_long = "a" * 65_537
+    huge = "|".join(f"(a|b|c)*w{n}x[a-z]{{20,90}}y\\w{{10,50}}" for n in range(1_000))
+    calls: list[dict[str, Any]] = [
+        {"pattern": too_long},
+        {"pattern": "x", "glob": too_long},
+        {"pattern": "one\ntwo", "fixed_strings": True},
+        {"pattern": "one\ntwo"},
+        {"pattern": "one\\ntwo"},
+        {"pattern": huge},
+    ]
+    said = [result["content"][0]["text"] for result in session(checkout, calls)]
+    assert said == [
+        "pattern: 65,537 bytes long, more than the 65,536 a search takes",
+        "glob: 65,537 bytes long, more than the 65,536 a search takes",
+        "pattern: holds a line break, and a search matches text within one line at a time",
+        "pattern: holds a line break, and a search matches a pattern within one line at a time",
+        "pattern: matches a line break, and a search matches within one line at a time",
+        "pattern: too large a regular expression: compiled, it passes ripgrep's 32MB limit; use fewer "
+        "alternatives or repetitions",
+    ]
+
+
+def test_hidden_files_are_found_as_the_hosts_grep_finds_them(tmp_path: Path) -> None:
+    """.github/, dotfiles and hidden folders are searched, version-control folders and ignored
+    files are not: the files `rg --hidden` with those folders left out lists, exactly."""
+    repo = Repo(tmp_path / "p")
+    files = {
+        ".github/workflows/ci.yml": "run: needle\n",
+        ".env.example": "NEEDLE=needle\n",
+        ".config/tool.toml": "needle = 1\n",
+        "src/a.py": "needle\n",
+        ".gitignore": "build/\n*.log\n",
+    }
+    for name, text in files.items():
+        repo.write(name, text)
+    repo.commit(ago(3), *files)
+    repo.write("build/out.js", "needle needle\n")
+    repo.write("debug.log", "needle\n")
+    repo.write(".hg/store/data", "needle\n")
+    repo.write(".svn/entries", "needle\n")
+    (result,) = session(repo.root, [{"pattern": "needle", "limit": 100}])
+    found = sorted(entry["path"] for entry in result["structuredContent"]["results"])
+    listed = run([rg_exe(), "--files-with-matches", *PIPELINE_FILTERS, "needle"], repo.root)
+    assert found == sorted(listed.stdout.decode().splitlines())
+    assert found == [".config/tool.toml", ".env.example", ".github/workflows/ci.yml", "src/a.py"]
+    (empty,) = session(repo.root, [{"pattern": "needle needle"}])
+    assert empty["structuredContent"]["counts"] == {"hits": 0, "returned": 0}
+    assert empty["structuredContent"]["search"]["ignored_files"] == 1
+    assert [block["text"] for block in empty["content"][1:]] == [
+        "Note: No file the ignore rules let through matches, but 1 file they leave out does: build/out.js (1). "
+        "To search one, pass it (or its folder) as path."
+    ]
+    (followed,) = session(repo.root, [{"pattern": "needle needle", "path": "build/out.js"}])
+    assert [entry["path"] for entry in followed["structuredContent"]["results"]] == ["build/out.js"]

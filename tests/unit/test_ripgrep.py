@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp.facts.ripgrep import RipgrepError, read_match_counts
+from codescout_mcp.facts.ripgrep import BEGIN_EVENT_BYTES, JsonCounter, RipgrepError, TooManyFiles, read_match_counts
 
 
 def event(kind: str, path: object = None, submatches: object = None) -> bytes:
@@ -117,3 +117,81 @@ def test_null_counts_are_read_in_one_pass(tail: bytes) -> None:
     assert len(counts) == records and counts["src/file04999.py"] == 5_000
     # Each record is copied a bounded number of times, not the rest of the input per record.
     assert CountedBytes.copied <= 3 * len(data)
+
+
+# --- the search's own reading: rg --json counted as it streams --------------------------------
+
+
+@pytest.fixture(scope="module")
+def odd_tree(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Files whose names and lines make JSON escapes, base64 paths and odd lines: every kind of event."""
+    root = tmp_path_factory.mktemp("odd")
+    texts = {
+        "plain.txt": "ab ab\nab\n\nx\n",
+        'quote"and\\back.txt': 'a "quoted" {"match":1} "submatches":[] ab\n',
+        "new\nline.txt": "abab\n",
+        "no-end.txt": "ab",
+        "crlf.txt": "ab\r\nab\r\n",
+        "late-binary.txt": "ab line\n" * 9000 + "\0\nab\n",
+        "uni\u00e9\U0001f600.txt": "\u00e9ab\U0001f600ab\n",
+    }
+    for name, text in texts.items():
+        (root / name).write_text(text, encoding="utf-8", newline="")
+    if os.name != "nt":
+        (root / os.fsdecode(b"raw\xff.txt")).write_bytes(b"ab \xff ab\n")
+    return str(root)
+
+
+# Patterns that match, that match the empty string, that anchor to a haystack's start, that match nothing.
+PATTERNS = ["ab", "x*", "^", "$", "\\b", "a|", "\\Aab", "(?-m:^)ab", "ab\\b|", "\\s*$", "zzz", "(?m)^$", '"', "\\{"]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_the_streamed_count_is_the_pipelines_in_pieces_of_any_size(odd_tree: str, pattern: str) -> None:
+    import subprocess
+
+    from tests.gitrepo import rg_exe
+
+    out = subprocess.run(
+        [rg_exe(), "--no-config", "--json", "--hidden", "-e", pattern], cwd=odd_tree, capture_output=True, check=False
+    ).stdout
+    try:
+        expected = read_match_counts(out, "rg")
+    except RipgrepError:  # (no match: the reader for `codescout hits` says so; the search answers empty)
+        expected = {}
+    # Every size up to a run's length (one byte at a time where the output is small), and bigger.
+    sizes = (1, 2, 7, 15, 16, 17) if len(out) < 100_000 else (13, 16, 17)
+    for size in (*sizes, 64, 4096, len(out) or 1):
+        counter = JsonCounter(max_files=100, max_name_bytes=1 << 20)
+        for start in range(0, len(out), size):
+            counter.feed(out[start : start + size])
+        assert counter.counts() == expected, (pattern, size)
+        assert counter.summarised
+
+
+def test_the_streamed_count_holds_its_bounds() -> None:
+    stream = b"".join(
+        event("begin", {"text": f"f{n}"}) + b"\n" + event("match", {"text": f"f{n}"}, [{"match": {}}]) + b"\n"
+        b'{"type":"end","data":{}}\n'
+        for n in range(3)
+    )
+    stream = stream.replace(b'"type": ', b'"type":').replace(b'{"match": {}}', b'{"match":{}}')
+    counter = JsonCounter(max_files=3, max_name_bytes=100)
+    counter.feed(stream)
+    assert counter.counts() == {"f0": 1, "f1": 1, "f2": 1}
+    with pytest.raises(TooManyFiles, match="more than 2 files"):
+        JsonCounter(max_files=2, max_name_bytes=100).feed(stream)
+    with pytest.raises(TooManyFiles):
+        JsonCounter(max_files=100, max_name_bytes=3).feed(stream)
+
+
+def test_the_streamed_count_refuses_what_is_not_ripgreps() -> None:
+    counter = JsonCounter(max_files=10, max_name_bytes=100)
+    counter.feed(b'{"type":"begin","data":{"path":{"text":"a"}}}\n{"type":"match"')
+    with pytest.raises(RipgrepError, match="ended inside a file"):
+        counter.counts()
+    assert not counter.summarised
+    with pytest.raises(RipgrepError, match="begin event 1: not JSON"):
+        JsonCounter(max_files=10, max_name_bytes=100).feed(b'{"type":"begin",oops}\n')
+    with pytest.raises(RipgrepError, match="longer than any path"):
+        JsonCounter(max_files=10, max_name_bytes=100).feed(b'{"type":"begin"' + b"x" * (BEGIN_EVENT_BYTES + 1))

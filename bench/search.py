@@ -26,7 +26,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench import CODESCOUT, PipeSession, make_history, report
-from codescout_mcp.facts.search import rg_program
+from codescout_mcp.facts.search import VCS_FOLDERS, rg_program
+
+# The pipeline docs/workspace.md gives: hidden files searched, version-control folders left out.
+FILTERS = " ".join(["--hidden", *(f"--glob '!{name}'" for name in VCS_FOLDERS)])
 
 
 def search_line(session: PipeSession, pattern: str) -> bytes:
@@ -35,7 +38,7 @@ def search_line(session: PipeSession, pattern: str) -> bytes:
 
 def pipeline(repo: Path, pattern: str) -> tuple[float, dict[str, Any]]:
     started = time.perf_counter()
-    command = f"'{rg_program()}' --json -e '{pattern}' | '{CODESCOUT}' hits | '{CODESCOUT}' rank --input -"
+    command = f"'{rg_program()}' --json {FILTERS} -e '{pattern}' | '{CODESCOUT}' hits | '{CODESCOUT}' rank --input -"
     done = subprocess.run(["sh", "-c", command], cwd=repo, capture_output=True, check=True)
     return time.perf_counter() - started, json.loads(done.stdout)
 

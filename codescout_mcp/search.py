@@ -40,7 +40,16 @@ from codescout_mcp.facts.gitfiles import RepositoryError
 from codescout_mcp.facts.hits import located_counts, top_ranked
 from codescout_mcp.facts.ignorefiles import IgnoreFiles, Vetted
 from codescout_mcp.facts.repository import Lookup
-from codescout_mcp.facts.search import Counted, Place, Search, SearchError, count_ignored, count_matches, rg_program
+from codescout_mcp.facts.search import (
+    Counted,
+    OutOfMemory,
+    Place,
+    Search,
+    SearchError,
+    count_ignored,
+    count_matches,
+    rg_program,
+)
 from codescout_mcp.paths import LinkOnTheWay, Pin, pin
 from codescout_mcp.platform import CURRENT, System
 from codescout_mcp.protocol import CALL_SECONDS
@@ -148,7 +157,10 @@ class SearchTool:
             confinement=confinement,
         )
         try:
-            counted = count_matches(search, place, seconds=self._search_seconds(lookup))
+            try:
+                counted = count_matches(search, place, seconds=self._search_seconds(lookup))
+            except OutOfMemory as error:
+                raise SearchError(f"{error}; {_likely_cause(vetted)}") from None
             ignored = None
             if not counted.counts:
                 with contextlib.suppress(SearchError):
@@ -250,6 +262,17 @@ def _check_unchanged(root: str, where: str, pinned: Pin) -> None:
             f"{shown(os.path.join(root, where))} changed while it was searched (a folder on the way was moved, "
             "or replaced by a link); nothing is answered from it: try again"
         )
+
+
+def _likely_cause(vetted: Vetted) -> str:
+    """What to do when ripgrep ran out of memory: the pattern and glob are what the caller can
+    change; the largest ignore file it reads is named, since a few kilobytes of rules can take
+    gigabytes to build."""
+    said = "narrow the pattern or glob"
+    if vetted.largest is not None and vetted.largest[1] >= 4096:
+        path, size = vetted.largest
+        said += f", or look at {shown(path)}, the largest ignore file it reads ({size:,} bytes of rules)"
+    return said
 
 
 def _plain(path: str) -> str:

@@ -53,15 +53,20 @@ class BadIgnoreFile(SearchError):
 
 class Vetted:
     """What a search may go ahead with: folders to leave out (relative to the workspace,
-    `/`-separated), what to tell the caller of them, and the files outside the workspace that
-    ripgrep reads (for its sandbox)."""
+    `/`-separated), what to tell the caller of them, the files outside the workspace that
+    ripgrep reads (for its sandbox), and the largest ignore file it reads (path, bytes), if any:
+    the likely cause when ripgrep runs out of memory (a few kilobytes of `**` rules can take
+    gigabytes to build)."""
 
-    __slots__ = ("excluded", "notes", "outside")
+    __slots__ = ("excluded", "largest", "notes", "outside")
 
-    def __init__(self, excluded: list[str], notes: list[str], outside: list[str]) -> None:
+    def __init__(
+        self, excluded: list[str], notes: list[str], outside: list[str], largest: tuple[str, int] | None = None
+    ) -> None:
         self.excluded = excluded
         self.notes = notes
         self.outside = outside
+        self.largest = largest
 
 
 class _Listing:
@@ -170,7 +175,10 @@ class IgnoreFiles:
             # An ignore file changed since git was asked: ask again, and walk with its answer.
             assert repository is not None
             self._ignored, asked = _ignored_folders(repository, lookup), True
-        return Vetted(excluded, notes, outside)
+        sizes = [(path, signature[1]) for path, signature in seen if signature is not None]
+        sizes += [(path, os.path.getsize(path)) for path in outside if os.path.isfile(path)]
+        largest = max(sizes, key=lambda entry: entry[1], default=None)
+        return Vetted(excluded, notes, outside, largest)
 
     def _above(self, start: str) -> tuple[list[str], bool]:
         """Check what ripgrep reads in the searched folder and those above it: (the files among them

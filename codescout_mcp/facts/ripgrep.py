@@ -282,7 +282,7 @@ class JsonCounter:
             self._name_bytes += len(path.encode("utf-8", "surrogatepass"))
             if len(self._counts) >= self.max_files or self._name_bytes > self.max_name_bytes:
                 raise TooManyFiles(
-                    f"more than {self.max_files:,} files (or {self.max_name_bytes >> 20} MiB of their names) matched"
+                    f"more than {self.max_files:,} files (or {self.max_name_bytes >> 20} MiB of their names)"
                 )
             self._counts[path] = count
         else:

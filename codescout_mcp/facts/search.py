@@ -43,8 +43,8 @@ RIPGREP_DATA_BYTES: Final = 256 << 20
 REGEX_SIZE_LIMIT: Final = "32M"
 DFA_SIZE_LIMIT: Final = "8M"
 # What a search holds of its matches: a count per file, for at most this many files and bytes of names.
-MAX_FILES: Final = 100_000
-MAX_NAME_BYTES: Final = 16 << 20
+MAX_FILES: Final = 50_000
+MAX_NAME_BYTES: Final = 8 << 20
 # How much of ripgrep's output is read at once.
 READ_BYTES: Final = 1 << 20
 
@@ -55,6 +55,10 @@ class SearchError(Exception):
     def __init__(self, message: str, where: str | None = None) -> None:
         super().__init__(message)
         self.where = where
+
+
+class OutOfMemory(SearchError):
+    """A ripgrep that needed more memory than a search may use."""
 
 
 class Search:
@@ -200,7 +204,9 @@ def _run(argv: list[str], place: Place, seconds: float, system: System) -> dict[
                 f"the search did not finish within {seconds:.0f} s; narrow it with path or glob"
             ) from None
         except TooManyFiles as error:
-            raise SearchError(f"the search matched {error}, more than codescout ranks at once; narrow it") from None
+            raise SearchError(
+                f"the search matched {error}, more than codescout ranks at once; narrow it with path or glob"
+            ) from None
         except RipgrepError as error:
             raise SearchError(f"ripgrep printed what codescout cannot read: {error}") from None
     finally:
@@ -265,11 +271,21 @@ def failure(err: bytes, status: int) -> SearchError:
     if "error parsing glob" in text:
         return SearchError(f"not a glob ripgrep reads ({said.split(': ', 1)[-1]})", "glob")
     if "memory allocation" in text or status in (-6, 134):
-        return SearchError(
+        return OutOfMemory(
             f"ripgrep needed more than the {RIPGREP_DATA_BYTES >> 20} MiB of memory a search may use "
-            f"({first or 'it was stopped'}); narrow the pattern or glob"
+            f"({first or 'it was stopped'})"
         )
     return SearchError(f"ripgrep failed (exit status {status}): {said or 'nothing said'}")
 
 
-__all__ = ["VCS_FOLDERS", "Counted", "Place", "Search", "SearchError", "count_ignored", "count_matches", "rg_program"]
+__all__ = [
+    "VCS_FOLDERS",
+    "Counted",
+    "OutOfMemory",
+    "Place",
+    "Search",
+    "SearchError",
+    "count_ignored",
+    "count_matches",
+    "rg_program",
+]

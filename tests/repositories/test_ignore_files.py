@@ -202,3 +202,34 @@ def test_a_bad_ignore_file_in_the_searched_folder_is_an_error_naming_it(tmp_path
     assert result["content"][0]["text"] == (
         f"{repo.root}/sub/{name} is a FIFO, which ripgrep would wait on; every search here reads it, so none can run"
     )
+
+
+def test_ignore_rules_ripgrep_cannot_build_in_its_memory_are_named(tmp_path: Path) -> None:
+    """A few kilobytes of `**` rules take ripgrep gigabytes to build (a 32 KB file took 528 MiB, a
+    64 KB one 2 GiB): it stops at its bound, and the error names the largest ignore file it reads."""
+    import random
+
+    rng = random.Random(1)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    rules = "".join(
+        "".join(rng.choice(letters) for _ in range(rng.randint(5, 25)))
+        + "/"
+        + rng.choice(["*.log", "x*y", "**/z"])
+        + "\n"
+        for _ in range(3_000)
+    )
+    repo = Repo(tmp_path / "repo")
+    repo.write("a.py", "needle\n")
+    repo.write(".gitignore", rules)
+    repo.commit(DAY, "a.py", ".gitignore")
+    started = time.monotonic()
+    result = search(repo.root)
+    assert time.monotonic() - started < 60
+    assert result["isError"] is True
+    text = result["content"][0]["text"]
+    assert text.startswith("ripgrep needed more than the 256 MiB of memory a search may use (memory allocation of ")
+    size = (repo.root / ".gitignore").stat().st_size
+    assert text.endswith(
+        f"); narrow the pattern or glob, or look at {repo.root}/.gitignore, the largest ignore file it reads "
+        f"({size:,} bytes of rules)"
+    )

@@ -499,3 +499,17 @@ def test_hidden_files_are_found_as_the_hosts_grep_finds_them(tmp_path: Path) -> 
     ]
     (followed,) = session(repo.root, [{"pattern": "needle needle", "path": "build/out.js"}])
     assert [entry["path"] for entry in followed["structuredContent"]["results"]] == ["build/out.js"]
+
+
+def test_a_search_matching_more_files_than_are_held_is_an_error(
+    checkout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import codescout_mcp.facts.search as runner
+
+    monkeypatch.setattr(runner, "MAX_FILES", 3)
+    result = SearchTool(Workspace(str(checkout))).call({"pattern": "search"})
+    assert result is not None and result["isError"] is True
+    assert result["content"][0]["text"] == (
+        "the search matched more than 3 files (or 8 MiB of their names), more than codescout ranks at once; "
+        "narrow it with path or glob"
+    )

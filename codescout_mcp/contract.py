@@ -152,7 +152,7 @@ WORKSPACE_INPUT_SCHEMA: Final[dict[str, Any]] = {
                     "path": {
                         "type": "string",
                         "minLength": 1,
-                        "description": "The file: relative, or absolute inside the workspace.",
+                        "description": "The file, in the workspace; non-empty.",
                     },
                     "matches": {
                         "type": "integer",
@@ -175,11 +175,11 @@ SEARCH_TOOL_NAME: Final = "search_workspace"
 SEARCH_TOOL_TITLE: Final = "Search this workspace and rank the files"
 
 SEARCH_TOOL_DESCRIPTION: Final = (
-    "Search this workspace and rank matching files, best first. ripgrep counts matches (occurrences, not "
-    "lines), hidden files included; ignored and binary files, links, .git skipped. Ages from git, owners "
-    "from CODEOWNERS; score = matches*100 - days since changed. Returns {results:[{path,matches,"
-    "last_modified_days,owner,score,rank}],counts:{hits,returned},search:{files_searched,ignored_files}}, "
-    "paths relative to the workspace. Bad pattern: tool error."
+    "Search this workspace, ranking matching files best first. ripgrep counts matches (occurrences, not "
+    "lines), hidden files too; skips ignored and binary files, links, .git. Ages from git, owners from "
+    "CODEOWNERS; score = matches*100 - days since changed. Returns {results:[{path,matches,"
+    "last_modified_days,owner,score,rank}],counts:{hits,returned},search:{files_searched}}, paths relative "
+    "to the workspace. Bad pattern: tool error."
 )
 
 SEARCH_INPUT_SCHEMA: Final[dict[str, Any]] = {
@@ -195,12 +195,12 @@ SEARCH_INPUT_SCHEMA: Final[dict[str, Any]] = {
         "path": {
             "type": "string",
             "minLength": 1,
-            "description": "Only this folder or file (relative, or absolute inside).",
+            "description": "Only this folder or file; non-empty.",
         },
         "glob": {
             "type": "string",
             "minLength": 1,
-            "description": "Only files matching this glob (*.py, !*.md).",
+            "description": "Only files matching this glob; non-empty (*.py, !*.md).",
         },
         "limit": LIMIT,
     },

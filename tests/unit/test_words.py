@@ -100,3 +100,25 @@ def test_a_batch_whose_answers_grew_too_large_says_what_to_do() -> None:
     assert words.batch_too_large("64 MiB") == (
         "Internal error: this batch's answers passed 64 MiB; send its requests in smaller batches"
     )
+
+
+# What a host sends its model of each tool (its name, description and input schema), and what a
+# client checks an answer against (the output schema), each held to a budget: every byte of the
+# first is read by the model on every turn.
+DEFINITION_BYTES = 1_200
+OUTPUT_SCHEMA_BYTES = 800
+
+
+@pytest.mark.parametrize("tool", ["RANK_TOOL", "WORKSPACE_TOOL", "SEARCH_TOOL"])
+def test_each_tool_definition_and_output_schema_keep_to_their_budgets(tool: str) -> None:
+    from codescout_mcp.answers import catalog
+
+    definition = getattr(catalog, tool)
+    read = {
+        "name": definition["name"],
+        "description": definition["description"],
+        "inputSchema": definition["inputSchema"],
+    }
+    # Claude Code names a tool `mcp__<server>__<tool>`, 16 bytes more than its own name.
+    assert len(json.dumps(read, separators=(",", ":"), ensure_ascii=False).encode()) + 16 <= DEFINITION_BYTES
+    assert len(json.dumps(definition["outputSchema"], separators=(",", ":")).encode()) <= OUTPUT_SCHEMA_BYTES

@@ -2,6 +2,13 @@
 their whole run and a bound on their memory, ended together with whatever they started, and
 ended when codescout stops, however it stops (`end_all_children`).
 
+Also each call's `Stop`: a child is started for a call (the thread that starts it works for
+the call's stop, `working_for`), and when the call is cancelled or abandoned (nobody will read
+its answer) the stop ends every child started for it, from whatever thread cancels it, so
+that the call's thread returns at once (`Cancelled`) instead of waiting for git or ripgrep.
+A stop may carry a deadline too (a batch's, shared by its members): `call_seconds` holds a
+call's own bound to it.
+
 subprocess is imported where it is used (it is the costly one to import); `codescout rank`
 never loads this module.
 """
@@ -21,7 +28,7 @@ from codescout_mcp.platform import CURRENT, System
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import IO, Any, Final, NoReturn
 
     from codescout_mcp.sandbox import Confinement
@@ -87,6 +94,115 @@ class ChildTimeout(Exception):
 
 class ChildOutputTooLarge(Exception):
     """A child process that printed more than the caller will hold in memory."""
+
+
+class Cancelled(Exception):
+    """The call this work is for was cancelled or abandoned: nobody will read its answer."""
+
+
+class Stop:
+    """One call's stop: cancelled or not, and the moment (time.monotonic()) by which it must end (None: no bound).
+
+    The children started while a thread works for it (`working_for`) are registered here until
+    they are reaped, so that `cancel`, from any thread, ends them.
+    """
+
+    __slots__ = ("_cancelled", "_children", "_lock", "deadline")
+
+    def __init__(self, *, deadline: float | None = None) -> None:
+        self.deadline = deadline
+        self._cancelled = threading.Event()
+        self._lock = threading.Lock()
+        self._children: set[subprocess.Popen[bytes]] = set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def cancel(self) -> None:
+        """Mark it cancelled, end every child started for it (with what each started), wake its waiters.
+
+        Idempotent and thread-safe; a child registered after this is ended by `_spawn` itself.
+        """
+        with self._lock:
+            if self._cancelled.is_set():
+                return
+            self._cancelled.set()
+            children = list(self._children)
+        for proc in children:
+            if proc.poll() is None:
+                end_child(proc)
+
+    def seconds_left(self) -> float | None:
+        """The seconds until its deadline (never negative); None when it has none."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - time.monotonic())
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`; True (at once) when it is, or gets, cancelled."""
+        return self._cancelled.wait(max(0.0, seconds))
+
+    def check(self) -> None:
+        """Cancelled if it was cancelled."""
+        if self._cancelled.is_set():
+            raise Cancelled
+
+    def _register(self, proc: subprocess.Popen[bytes]) -> bool:
+        """Hold `proc` to be ended by a cancel; False (not held) when cancelled already."""
+        with self._lock:
+            if self._cancelled.is_set():
+                return False
+            self._children.add(proc)
+            return True
+
+    def _unregister(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._children.discard(proc)
+
+
+_WORK = threading.local()
+
+
+def current_stop() -> Stop | None:
+    """The stop of the call this thread works for (None: no call's, as for the command line)."""
+    stop: Stop | None = getattr(_WORK, "stop", None)
+    return stop
+
+
+@contextlib.contextmanager
+def working_for(stop: Stop | None) -> Iterator[None]:
+    """Within the block, this thread works for `stop`: the children it starts are ended by its cancel."""
+    before = current_stop()
+    _WORK.stop = stop
+    try:
+        yield
+    finally:
+        _WORK.stop = before
+
+
+def call_seconds(limit: float) -> float:
+    """`limit`, or what is left before the deadline of the call this thread works for, if less."""
+    stop = current_stop()
+    left = None if stop is None else stop.seconds_left()
+    return limit if left is None else min(limit, left)
+
+
+def take_lock(lock: threading.Lock, seconds: float | None) -> bool:
+    """Acquire `lock` within `seconds` (None: no bound); False if it stayed held that long, and
+    Cancelled once the call this thread works for is cancelled while it waits."""
+    stop = current_stop()
+    if stop is None:
+        return lock.acquire(timeout=-1 if seconds is None else seconds)
+    end = None if seconds is None else time.monotonic() + seconds
+    while True:
+        stop.check()
+        step = _LOCK_STEP_SECONDS if end is None else min(_LOCK_STEP_SECONDS, end - time.monotonic())
+        if lock.acquire(timeout=max(0.0, step)):
+            return True
+        if end is not None and time.monotonic() >= end:
+            stop.check()
+            return False
 
 
 def child_options(system: System = CURRENT) -> dict[str, Any]:
@@ -169,6 +285,8 @@ _RUNNING: set[subprocess.Popen[bytes]] = set()
 _STARTING = threading.RLock()
 _LEAVING = False
 _STOP_WAIT_SECONDS: Final = 5.0
+# How often a thread waiting for a lock looks whether its call was cancelled meanwhile.
+_LOCK_STEP_SECONDS: Final = 0.1
 
 
 def _spawn(
@@ -181,6 +299,9 @@ def _spawn(
 ) -> subprocess.Popen[bytes]:
     import subprocess
 
+    stop = current_stop()
+    if stop is not None:
+        stop.check()
     before_exec = None if confinement is None else _confined_start(confinement, data_bytes)
     with _STARTING:
         proc = subprocess.Popen(
@@ -198,6 +319,9 @@ def _spawn(
             end_child(proc)
     if before_exec is None:
         _bound_memory(proc.pid, data_bytes)
+    if stop is not None and not stop._register(proc):  # cancelled while it started
+        _reap(proc)
+        raise Cancelled
     return proc
 
 
@@ -276,6 +400,7 @@ def run_child(
     import subprocess
 
     deadline = time.monotonic() + seconds
+    stop = current_stop()
     proc = _spawn(argv, cwd, env)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Drain(proc.stdout, limit), _Drain(proc.stderr, 1 << 16)
@@ -284,6 +409,9 @@ def run_child(
             proc.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             raise ChildTimeout from None
+        finally:
+            if stop is not None:
+                stop.check()  # ended by the cancel, not by its deadline
         # The child is gone; something it started may still hold its pipes open.
         if not (out.wait(deadline - time.monotonic()) and err.wait(deadline - time.monotonic())):
             raise ChildTimeout
@@ -291,10 +419,10 @@ def run_child(
             raise ChildOutputTooLarge
         return proc.returncode, out.data(), err.data()
     finally:
-        _reap(proc, out, err)
+        _reap(proc, out, err, stop=stop)
 
 
-def _reap(proc: subprocess.Popen[bytes], *drains: _Drain) -> None:
+def _reap(proc: subprocess.Popen[bytes], *drains: _Drain, stop: Stop | None = None) -> None:
     import subprocess
 
     if proc.poll() is None or any(drain.thread.is_alive() for drain in drains):
@@ -303,6 +431,8 @@ def _reap(proc: subprocess.Popen[bytes], *drains: _Drain) -> None:
             proc.wait(timeout=1.0)
     _close_pipes(proc)
     _RUNNING.discard(proc)
+    if stop is not None:
+        stop._unregister(proc)
 
 
 class StreamedChild:
@@ -310,7 +440,8 @@ class StreamedChild:
 
     A watchdog thread ends the child when the deadline passes, so a read blocked on a child
     that prints nothing returns (at end of file) instead of waiting for ever; `read` then
-    raises ChildTimeout. Its stderr is kept (the first 64 KiB) for an error message.
+    raises ChildTimeout (Cancelled, when the call's stop ended it). Its stderr is kept (the
+    first 64 KiB) for an error message.
     """
 
     def __init__(
@@ -323,6 +454,7 @@ class StreamedChild:
         data_bytes: int = CHILD_DATA_BYTES,
         confinement: Confinement | None = None,
     ) -> None:
+        self.stop = current_stop()
         self.proc = _spawn(argv, cwd, env, data_bytes=data_bytes, confinement=confinement)
         assert self.proc.stdout is not None and self.proc.stderr is not None
         self.stdout = self.proc.stdout
@@ -339,6 +471,7 @@ class StreamedChild:
 
     def read(self, size: int) -> bytes:
         data = self.stdout.read(size)
+        self._check()
         if self.expired:
             raise ChildTimeout
         if not data:
@@ -353,11 +486,17 @@ class StreamedChild:
             status = self.proc.wait(timeout=seconds)
         except subprocess.TimeoutExpired:
             raise ChildTimeout from None
+        finally:
+            self._check()
         if not self.stderr.wait(seconds) or self.expired:
             raise ChildTimeout
         return status, self.stderr.data()
 
+    def _check(self) -> None:
+        if self.stop is not None:
+            self.stop.check()
+
     def close(self) -> None:
         """End the child (and its children) if it still runs, and free its pipes."""
         self._watchdog.cancel()
-        _reap(self.proc, self.stderr)
+        _reap(self.proc, self.stderr, stop=self.stop)

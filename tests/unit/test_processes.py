@@ -1,6 +1,7 @@
 """`processes.py` in process: children run with a deadline over their whole run, output held to
 its bound, streamed children, a memory bound, programs found only where PATH names an absolute
-folder, and every child (and what it started) ended with its group."""
+folder, every child (and what it started) ended with its group, and a call's `Stop` ending
+the children started for it, from whatever thread cancels it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +20,17 @@ import pytest
 from codescout_mcp import processes
 from codescout_mcp.processes import (
     CHILD_DATA_BYTES,
+    Cancelled,
     ChildOutputTooLarge,
     ChildTimeout,
+    Stop,
     StreamedChild,
+    call_seconds,
+    current_stop,
     find_program,
     run_child,
+    take_lock,
+    working_for,
 )
 from tests.platforms import PROC, PROCESS_GROUPS, linux_only, posix_only
 
@@ -226,6 +234,152 @@ def test_a_stop_ends_every_child_still_running() -> None:
     finally:
         for child in [*children, finished]:
             child.close()
+
+
+# A child that starts a grandchild in its own group, writes the grandchild's pid, then waits on it.
+WITH_GRANDCHILD = (
+    "import subprocess, sys, time\n"
+    "grandchild = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+    "open(sys.argv[1], 'w').write(str(grandchild.pid))\n"
+    "grandchild.wait()\n"
+)
+
+
+def pid_in(path: Path, seconds: float = 20) -> int:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text():
+            return int(path.read_text())
+        time.sleep(0.02)
+    raise AssertionError(f"nothing written to {path} within {seconds} s")
+
+
+def in_thread(stop: Stop, work: Any) -> tuple[threading.Thread, list[object]]:
+    """`work()` in a thread working for `stop`; what it returned or raised."""
+    box: list[object] = []
+
+    def run() -> None:
+        with working_for(stop):
+            try:
+                box.append(work())
+            except BaseException as error:
+                box.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, box
+
+
+@posix_only(PROCESS_GROUPS)
+def test_a_cancel_from_another_thread_ends_the_childs_group_and_the_run_returns_cancelled(tmp_path: Path) -> None:
+    stop = Stop()
+    pid_file = tmp_path / "pid"
+    argv = [sys.executable, "-c", WITH_GRANDCHILD, str(pid_file)]
+    thread, box = in_thread(stop, lambda: run_child(argv, cwd=".", env=ENV, seconds=60))
+    grandchild = pid_in(pid_file)
+    started = time.monotonic()
+    stop.cancel()
+    thread.join(10)
+    assert not thread.is_alive() and time.monotonic() - started < 5
+    assert [type(outcome) for outcome in box] == [Cancelled]  # not a ChildTimeout: its deadline was 60 s off
+    assert not alive(grandchild)
+    assert not stop._children  # reaped, and forgotten by the stop
+
+
+def test_a_streamed_child_ended_by_a_cancel_reads_as_cancelled() -> None:
+    stop = Stop()
+
+    def read() -> bytes:
+        child = StreamedChild(python("import time; time.sleep(30)"), cwd=".", env=ENV, seconds=60)
+        try:
+            return child.read(10)
+        finally:
+            child.close()
+
+    thread, box = in_thread(stop, read)
+    deadline = time.monotonic() + 20
+    while not stop._children and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.cancel()
+    thread.join(10)
+    assert [type(outcome) for outcome in box] == [Cancelled]
+    assert not stop._children
+
+
+def test_nothing_is_started_for_a_stop_cancelled_already(tmp_path: Path) -> None:
+    stop = Stop()
+    stop.cancel()
+    marker = tmp_path / "ran"
+    with working_for(stop), pytest.raises(Cancelled):
+        run_child(python(f"open({str(marker)!r}, 'w')"), cwd=".", env=ENV, seconds=30)
+    assert not marker.exists()
+
+
+def test_a_child_whose_stop_is_cancelled_while_it_starts_is_ended_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cancel lands between the child's start and its registration: `_spawn` ends it itself."""
+    stop = Stop()
+    started: list[int] = []
+
+    def cancel_meanwhile(pid: int) -> None:
+        started.append(pid)
+        stop.cancel()
+
+    monkeypatch.setattr(processes, "_bound_memory", cancel_meanwhile)
+    with working_for(stop), pytest.raises(Cancelled):
+        StreamedChild(python("import time; time.sleep(30)"), cwd=".", env=ENV, seconds=60)
+    assert len(started) == 1 and not alive(started[0])
+    assert not stop._children
+
+
+def test_a_stop_is_cancelled_once_whoever_asks_and_however_often() -> None:
+    stop = Stop()
+    assert (stop.cancelled, stop.wait(0.01)) == (False, False)
+    stop.check()
+    waiter, box = in_thread(Stop(), lambda: stop.wait(30))
+    stop.cancel()
+    stop.cancel()
+    waiter.join(5)
+    assert box == [True]  # woken at once
+    assert (stop.cancelled, stop.wait(30)) == (True, True)
+    with pytest.raises(Cancelled):
+        stop.check()
+
+
+def test_what_is_left_of_a_stops_time_bounds_a_calls_seconds() -> None:
+    now = time.monotonic()
+    assert Stop().seconds_left() is None
+    assert 99 < (Stop(deadline=now + 100).seconds_left() or 0) <= 100
+    assert Stop(deadline=now - 5).seconds_left() == 0.0
+    assert current_stop() is None and call_seconds(120) == 120
+    with working_for(Stop(deadline=now + 10)):
+        assert 9 < call_seconds(120) <= 10
+        assert call_seconds(5) == 5
+        with working_for(None):
+            assert call_seconds(120) == 120
+        assert current_stop() is not None
+    assert current_stop() is None
+
+
+def test_a_wait_for_a_lock_ends_when_the_call_is_cancelled() -> None:
+    lock = threading.Lock()
+    lock.acquire()
+    try:
+        assert take_lock(lock, 0.1) is False  # no call's: a plain wait
+        stop = Stop()
+        waiter, box = in_thread(stop, lambda: take_lock(lock, None))
+        time.sleep(0.2)
+        started = time.monotonic()
+        stop.cancel()
+        waiter.join(5)
+        assert [type(outcome) for outcome in box] == [Cancelled]
+        assert time.monotonic() - started < 1
+        with working_for(Stop()):
+            assert take_lock(lock, 0.15) is False  # its own bound still holds
+    finally:
+        lock.release()
+    with working_for(Stop()):
+        assert take_lock(lock, 1) is True
+    lock.release()
 
 
 @linux_only("RLIMIT_DATA set from outside with prlimit, read back from /proc")

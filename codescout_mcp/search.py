@@ -52,6 +52,7 @@ from codescout_mcp.facts.search import (
 )
 from codescout_mcp.paths import LinkOnTheWay, Pin, pin
 from codescout_mcp.platform import CURRENT, System
+from codescout_mcp.processes import call_seconds
 from codescout_mcp.protocol import CALL_SECONDS
 from codescout_mcp.sandbox import Confinement, confine
 from codescout_mcp.text import quoted, shown
@@ -93,7 +94,7 @@ class SearchTool:
         if cached_only:
             return None
         try:
-            answer, notes = self.search(arguments, Lookup(time.time(), seconds=self.seconds))
+            answer, notes = self.search(arguments, Lookup(time.time(), seconds=call_seconds(self.seconds)))
         except InvalidArguments as error:
             return words.tool_error(str(error))
         except SearchError as error:

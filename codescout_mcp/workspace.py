@@ -46,6 +46,7 @@ from codescout_mcp.paths import (
     same_folder_inside,
 )
 from codescout_mcp.platform import name_problem
+from codescout_mcp.processes import call_seconds, take_lock
 from codescout_mcp.protocol import CALL_SECONDS
 from codescout_mcp.ranking import rank, ranked
 from codescout_mcp.text import quoted, shown
@@ -82,8 +83,7 @@ class Workspace:
         if lookup.cached_only:
             taken = self._lock.acquire(blocking=False)
         else:
-            left = lookup.seconds_left(self.root)
-            taken = self._lock.acquire(timeout=-1 if left is None else left)
+            taken = take_lock(self._lock, lookup.seconds_left(self.root))  # (Cancelled if the call is)
         if not taken:
             if lookup.cached_only:
                 raise NeedsWork
@@ -174,7 +174,7 @@ class WorkspaceTool:
     def call(self, arguments: dict[str, Any], *, cached_only: bool = False) -> dict[str, Any] | None:
         """The tool result: the ranking (and its notes), or a tool error; with `cached_only`, None
         when git or a file read must come first."""
-        lookup = Lookup(time.time(), seconds=self.seconds, cached_only=cached_only)
+        lookup = Lookup(time.time(), seconds=call_seconds(self.seconds), cached_only=cached_only)
         try:
             ranking, notes = self.rank(arguments, lookup)
         except NeedsWork:

@@ -8,7 +8,11 @@ at both eras), and does what it says:
   codescout answers it itself, in the SDK's words (`words.py`), without the SDK's copies of the
   arguments and the answer; the SDK never sees it. `await call.answer()` runs it on the event
   loop when that is cheap and in a worker thread when it is not (the one place that is
-  decided); `call.run()` runs it where there is no event loop;
+  decided); `call.run()` runs it where there is no event loop. Each call has a `Stop`
+  (`processes.py`): `call.cancel()` (a client's cancellation) or the awaiting task cancelled
+  (the client gone, the server stopping) ends the children it started, and the awaiting
+  task returns only once its thread has, so whatever slot the transport holds for the call
+  is held until the work is gone. A batch gives its members one deadline;
 * an `Early` answer: only while the SDK is still loading (stdio). A host's first requests
   (`handshake.py`) are answered now; the message is still handed to the SDK once it is up,
   whose own answer is dropped and compared;
@@ -23,6 +27,7 @@ from __future__ import annotations
 from codescout_mcp.answers import words
 from codescout_mcp.answers.accepted import call_params, opens_modern
 from codescout_mcp.answers.handshake import Handshake
+from codescout_mcp.processes import Cancelled, Stop, working_for
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
@@ -92,23 +97,42 @@ class Early:
 
 
 class Call:
-    """A call of one of codescout's tools, answered by codescout."""
+    """A call of one of codescout's tools, answered by codescout; `deadline` (time.monotonic()) is
+    its batch's, shared by every member, by when it must end (None: only the tool's own bound)."""
 
-    __slots__ = ("arguments", "heavy", "modern", "request_id", "tool")
+    __slots__ = ("arguments", "heavy", "modern", "request_id", "stop", "tool")
 
-    def __init__(self, tool: Tool, request_id: object, arguments: dict[str, Any], *, modern: bool) -> None:
+    def __init__(
+        self, tool: Tool, request_id: object, arguments: dict[str, Any], *, modern: bool, deadline: float | None = None
+    ) -> None:
         self.tool = tool
         self.request_id = request_id
         self.arguments = arguments
         self.modern = modern
         self.heavy = tool.heavy(arguments)
+        self.stop = Stop(deadline=deadline)
+
+    def cancel(self) -> None:
+        """Nobody will read its answer: the children it started are ended, and its work returns soon."""
+        self.stop.cancel()
 
     def result(self, *, cached_only: bool = False) -> dict[str, Any] | None:
-        """The tool result as it goes out; with `cached_only`, None when the tool must do some work first."""
-        try:
-            result = self.tool.call(self.arguments, cached_only=cached_only)
-        except Exception as error:  # a bug: the caller still gets an answer, the log the details
-            result = words.internal_error(self.tool.name, error)
+        """The tool result as it goes out; with `cached_only`, None when the tool must do some work first.
+
+        A call cancelled, or whose batch's deadline passed before it started, is not run: a tool error says so.
+        """
+        if self.stop.cancelled:
+            result: dict[str, Any] | None = words.tool_error(words.CANCELLED)
+        elif self.stop.seconds_left() == 0:
+            result = words.tool_error(words.BATCH_OUT_OF_TIME)
+        else:
+            try:
+                with working_for(self.stop):
+                    result = self.tool.call(self.arguments, cached_only=cached_only)
+            except Cancelled:
+                result = words.tool_error(words.CANCELLED)
+            except Exception as error:  # a bug: the caller still gets an answer, the log the details
+                result = words.internal_error(self.tool.name, error)
         return None if result is None else words.stamped(result, modern=self.modern)
 
     def run(self, *, cached_only: bool = False) -> dict[str, Any] | None:
@@ -127,7 +151,7 @@ class Call:
             found = step(cached_only=True)
             if found is not None:
                 return found
-        answer = await in_worker(step)
+        answer = await in_worker(step, stop=self.stop)
         assert answer is not None  # without cached_only, every step answers
         return answer
 
@@ -141,9 +165,11 @@ class Door:
         # Off: the SDK answers everything (how the suite compares the two).
         self.enabled = enabled
 
-    def route(self, envelope: dict[str, Any], session: Session) -> Call | Early | None:
+    def route(
+        self, envelope: dict[str, Any], session: Session, *, deadline: float | None = None
+    ) -> Call | Early | None:
         """Who answers `envelope` (a checked JSON-RPC message) in `session`: codescout (a Call, or
-        an Early answer while the SDK loads) or the SDK (None)."""
+        an Early answer while the SDK loads) or the SDK (None). `deadline`: a batch member's, the batch's."""
         if "id" not in envelope or "method" not in envelope:
             return None  # notifications and responses are the SDK's
         fits = session.settle(envelope)
@@ -155,7 +181,8 @@ class Door:
             ready = modern or session.negotiated is not None
             if fits and ready and call_params(envelope.get("params"), self.tools, modern=modern):
                 params = envelope["params"]
-                return Call(self.tools[params["name"]], envelope["id"], params.get("arguments", {}), modern=modern)
+                tool = self.tools[params["name"]]
+                return Call(tool, envelope["id"], params.get("arguments", {}), modern=modern, deadline=deadline)
             return None  # (an odd call changes nothing the handshake depends on: early answers go on)
         if session.sdk_ready or not session.early:
             return None
@@ -166,8 +193,15 @@ class Door:
         return Early(reply)
 
 
-async def in_worker(function: Callable[..., T], *args: object) -> T:
-    """Run `function(*args)` in a daemon thread; a stop never waits for it to finish."""
+async def in_worker(function: Callable[..., T], *args: object, stop: Stop | None = None) -> T:
+    """Run `function(*args)` in a daemon thread, for `stop`.
+
+    When the awaiting task is cancelled (the client gone, the server stopping), `stop` is
+    cancelled (the children the work started are ended) and the task waits, shielded, for the
+    thread to return before it is cancelled in turn: whoever holds a slot for the work holds it
+    until the work is gone. (A process that is leaving never waits for it: it ends its
+    children itself and exits, `processes.exit_now`.)
+    """
     import contextlib
     import threading
 
@@ -188,7 +222,14 @@ async def in_worker(function: Callable[..., T], *args: object) -> T:
             anyio.from_thread.run_sync(done.set, token=token)
 
     threading.Thread(target=work, daemon=True, name="codescout-call").start()
-    await done.wait()
+    try:
+        await done.wait()
+    except anyio.get_cancelled_exc_class():
+        if stop is not None:
+            stop.cancel()
+        with anyio.CancelScope(shield=True):
+            await done.wait()
+        raise
     if "error" in box:
         raise box["error"]
     value: T = box["value"]

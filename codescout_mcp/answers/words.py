@@ -104,3 +104,11 @@ def invalid_cursor() -> dict[str, Any]:
 def batch_too_large(bound: str) -> str:
     """The error a batch member gets once the batch's answers passed `bound` (the transport's words for it)."""
     return f"Internal error: this batch's answers passed {bound}; send its requests in smaller batches"
+
+
+# A cancelled call's result: never sent (nobody reads it), but every call has one.
+CANCELLED: Final = "cancelled before it finished; nothing was answered"
+BATCH_OUT_OF_TIME: Final = (
+    "not run: the calls before it in its batch used up the batch's time (one deadline covers every "
+    "call in a batch); send it again, alone or in a smaller batch"
+)

@@ -134,18 +134,15 @@ def encoded(answer: dict[str, Any]) -> bytes:
         return encode(answer).removesuffix(b"\n")
 
 
-async def batch_answer(
-    server: Server[Any], door: Door, members: list[Any], version: str, held: Held, gone: anyio.Event
-) -> bytes | None:
+async def batch_answer(server: Server[Any], door: Door, members: list[Any], version: str, held: Held) -> bytes | None:
     """The answers to a JSON-RPC batch (protocol 2025-03-26) as one array; None when it holds only
     notifications and responses. Each member is served in turn and its value dropped once served;
     the answers wait in the budget until the batch is done, and one that finds no room becomes an
-    error saying so. Once `gone` is set (the client left), no further member is served."""
+    error saying so. (A client that leaves cancels the task awaiting this, `routing.py`: the
+    member running is ended, and no further one is served.)"""
     parts: list[bytes] = []
     seen: set[tuple[type, RequestId]] = set()  # a batch's answers are told apart by their ids
     for index in range(len(members)):
-        if gone.is_set():
-            return None
         member, members[index] = members[index], None  # each member's value goes once it is served
         answer = await _batch_member(server, door, member, version, seen)
         del member

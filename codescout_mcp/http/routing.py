@@ -8,13 +8,19 @@ tools is answered by codescout. Anything else goes to the SDK: at the handshake-
 (2025-03-26 to 2025-11-25, and a request with no `MCP-Protocol-Version`, which means
 2025-03-26) through its dispatcher (`exchange.py`), a batch (2025-03-26 only) member by
 member; at 2026-07-28 through the SDK's own entry, from the body already read.
+
+While a request is served, its connection is watched (`until_gone`): a client that leaves
+ends the work it asked for (its call's children are ended, `answers/door.py`), and the
+request keeps its slot until that work is gone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any, Final, TypeVar
 
 import anyio
 import mcp_types as types
@@ -48,6 +54,8 @@ from codescout_mcp.jsonrpc import (
 from codescout_mcp.protocol import BATCH_VERSIONS
 
 logger = logging.getLogger("codescout")
+
+T = TypeVar("T")
 
 
 class Router:
@@ -103,13 +111,18 @@ class Router:
             await respond(send, 202, b"")  # a response to a request this server never sends: nothing to do
             return
         # The call's arguments go before its answer is written.
+        served: dict[str, Any] | _Gone | None
         if call is not None:
-            answer: dict[str, Any] | None = await call.answer()
+            served = await until_gone(receive, call.answer)
             del call
         else:
             assert message is not None
-            answer = await exchange(self.server, message, version)
+            served = await until_gone(receive, partial(exchange, self.server, message, version))
             del message
+        if isinstance(served, _Gone):
+            logger.info("a client left before its answer; the work it asked for was ended")
+            return
+        answer = served
         if answer is None:
             await respond(send, 202, b"")
             return
@@ -124,20 +137,9 @@ class Router:
         except Refusal as refusal:
             await respond(send, 400, refusal.reply(), json_body=True)
             return
-        gone = anyio.Event()
-
-        async def watch() -> None:  # the body is read: what receive says next is the client leaving
-            with contextlib.suppress(Exception):
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-            gone.set()
-
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(watch)
-            answers = await batch_answer(self.server, self.door, members, version, send.held, gone)
-            tasks.cancel_scope.cancel()
-        if gone.is_set():
-            logger.info("a batch's client left; the rest of the batch was not served")
+        answers = await until_gone(receive, partial(batch_answer, self.server, self.door, members, version, send.held))
+        if isinstance(answers, _Gone):
+            logger.info("a batch's client left; its call was ended and the rest of the batch not served")
             return
         if answers is None:  # notifications and responses only
             await respond(send, 202, b"")
@@ -167,11 +169,40 @@ class Router:
         route = self.door.route(checked, Session.stateless(None))
         if isinstance(route, Call) and not rules_out_json(headers) and modern_checks_pass(scope, checked):
             del checked, body
-            answer = await route.answer()
+            answer = await until_gone(receive, route.answer)
             del route
+            if isinstance(answer, _Gone):
+                logger.info("a client left before its answer; the work it asked for was ended")
+                return
             data = encoded(answer)
             del answer
             await respond(send, 200, data, json_body=True)
             return
         del checked, route
         await self.app(scope, replay(body, receive), send)
+
+
+class _Gone:
+    """What `until_gone` gives when the client left first."""
+
+
+GONE: Final = _Gone()
+
+
+async def until_gone(receive: Receive, work: Callable[[], Awaitable[T]]) -> T | _Gone:
+    """`await work()`, unless the client leaves first (its body is read: what `receive` says
+    next is the client leaving); then the work is cancelled, and GONE returned once it is gone
+    (`Call.answer` waits for its thread)."""
+    outcome: T | _Gone = GONE
+    async with anyio.create_task_group() as tasks:
+
+        async def watch() -> None:
+            with contextlib.suppress(Exception):  # a receive that fails tells nothing: the work goes on
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                tasks.cancel_scope.cancel()
+
+        tasks.start_soon(watch)
+        outcome = await work()
+        tasks.cancel_scope.cancel()
+    return outcome

@@ -46,12 +46,14 @@ EARLY_BACKLOG_BYTES: Final = 64 * 1024 * 1024
 class EarlyCall:
     """A call of one of codescout's tools that came before the SDK was up, run in a daemon thread.
 
-    Its answer is written when it is ready, unless the call was cancelled first. Once the SDK is
-    up, the relay adopts it (`adopt`) to count it as pending and to cancel it.
+    Its answer is written when it is ready, unless the call was cancelled first (which also
+    ends the children it started: the call's stop). Once the SDK is up, the relay adopts it
+    (`adopt`) to count it as pending until its thread ends, and to cancel it.
     """
 
     def __init__(self, call: Call, writer: Writer) -> None:
         self.client_id = call.request_id
+        self.stop = call.stop
         self.writer = writer
         self.done = threading.Event()
         self._lock = threading.Lock()
@@ -70,15 +72,20 @@ class EarlyCall:
         if told is not None:
             told()
 
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
     def cancel(self) -> None:
-        """Its answer, if not yet written, is never written."""
+        """Its answer, if not yet written, is never written; the children it started are ended."""
         with self._lock:
             self._cancelled = True
+        self.stop.cancel()
 
     def adopt(self, on_done: Callable[[], None]) -> bool:
         """Have `on_done` called (from the call's thread) once it is done; False when it is done already."""
         with self._lock:
-            if self.done.is_set() or self._cancelled:
+            if self.done.is_set():
                 return False
             self._on_done = on_done
             return True
@@ -194,7 +201,8 @@ class EarlyAnswers:
             self._keep(Backlogged(message), request="id" in message and "method" in message)
 
     def _cancel(self, params: object) -> None:
-        """A cancellation of a call running here: its answer is never written (the newest call with that id)."""
+        """A cancellation of a call running here (the newest with that id): its answer is never
+        written, and the children it started are ended."""
         wanted = params.get("requestId") if isinstance(params, dict) else None
         for call in reversed(self.calls):
             if call.client_id == wanted and type(call.client_id) is type(wanted):

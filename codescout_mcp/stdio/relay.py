@@ -8,7 +8,9 @@ these promises:
 
 1. every request handed to the SDK or taken by the door has one `Pending` record, from the
    moment it is sent (or its call starts) until its answer is written or it is settled
-   unanswered (`on_request_unanswered`, or a cancellation of a door's call);
+   unanswered (`on_request_unanswered`, or a door's call cancelled: its children are ended
+   at once, and its record is settled when its thread has returned, so a cancelled call
+   holds its place among the MAX_IN_FLIGHT until its work is gone);
 2. request ids are the client's to choose (and to reuse): each request goes to the SDK under
    an id of the session's own, and its answer gets the client's id back, so two requests
    with one id (in a batch and out of it, say) never swap answers. A cancellation names the
@@ -65,6 +67,7 @@ from codescout_mcp.jsonrpc import (
     encode,
     to_message,
 )
+from codescout_mcp.processes import Stop
 from codescout_mcp.protocol import BATCH_VERSIONS
 from codescout_mcp.server import build_server
 from codescout_mcp.stdio.early import Backlogged, EarlyCall
@@ -151,7 +154,7 @@ class _Batch:
 class Pending:
     """One request handed to the SDK and not yet settled."""
 
-    __slots__ = ("batch", "client_id", "direct", "early", "early_call", "handshake", "size")
+    __slots__ = ("batch", "cancelled", "client_id", "direct", "early", "early_call", "handshake", "size", "stop")
 
     def __init__(self, client_id: object, size: int, batch: _Batch | None, early: bytes | None) -> None:
         self.client_id = client_id
@@ -159,6 +162,8 @@ class Pending:
         self.batch = batch
         self.early = early  # the answer already sent for it, if any
         self.direct = False  # answered by codescout (the door), not handed to the SDK
+        self.stop: Stop | None = None  # a door's call's stop
+        self.cancelled = False  # a door's call the client cancelled: its answer is dropped
         self.early_call: EarlyCall | None = None  # the call that began before the SDK was up
         # For an `initialize` the SDK must answer: set once it has (what follows depends on it).
         self.handshake: anyio.Event | None = None
@@ -318,6 +323,7 @@ class _Relay:
     def _start_direct(self, internal: int, call: Call, size: int, batch: _Batch | None) -> None:
         record = Pending(call.request_id, size, batch, None)
         record.direct = True
+        record.stop = call.stop
         self.pending[internal] = record
         self.pending_bytes += size
         assert self.tasks is not None
@@ -327,7 +333,7 @@ class _Relay:
         reply = await call.answer()
         del call
         record = self._settle(internal)
-        if record is None:  # the client cancelled it
+        if record is None or record.cancelled:  # the client cancelled it: its work is gone now
             return
         if record.batch is not None:
             record.batch.answer(internal, reply)
@@ -336,11 +342,13 @@ class _Relay:
             self.writer.send(encode(reply))
 
     def _adopt(self, call: EarlyCall) -> None:
-        """A call that began before the SDK was up: pending until it is done, and cancellable."""
+        """A call that began before the SDK was up: pending until its thread is done (cancelled or
+        not), and cancellable."""
         internal = next(self._ids)
         record = Pending(call.client_id, 0, None, None)
         record.direct = True
         record.early_call = call
+        record.cancelled = call.cancelled
         loop = self.loop
         assert loop is not None
 
@@ -416,11 +424,16 @@ class _Relay:
         )
         if internal is None:
             return None
-        if self.pending[internal].direct:  # not the SDK's to cancel: settled now, its answer never sent
-            record = self._settle(internal)
-            if record is not None and record.early_call is not None:
+        record = self.pending[internal]
+        if record.direct:  # not the SDK's to cancel: its work ended, its answer never sent
+            if record.cancelled:
+                return None
+            record.cancelled = True
+            if record.early_call is not None:
                 record.early_call.cancel()
-            if record is not None and record.batch is not None:
+            elif record.stop is not None:
+                record.stop.cancel()
+            if record.batch is not None:  # the batch's array goes without it
                 record.batch.answer(internal, None)
                 self._send_batch(record.batch)
             return None

@@ -1,27 +1,37 @@
-"""No git or ripgrep outlives codescout, however it stops.
+"""No git or ripgrep outlives codescout, however it stops, nor the call it was started for.
 
 git and ripgrep run in sessions of their own (so a deadline can end each with whatever it
 started), which no signal to codescout reaches. Here a stand-in git that sleeps (and writes
 its pid) is left running under `codescout hits`, `codescout search` and `codescout-mcp
 --workspace`, and each is stopped in each way a user stops it: the stand-in must be gone
 after, and the exit status the documented one.
+
+Then the calls themselves: a call the client cancels (over stdio, before and after the SDK has
+loaded, through the door and through the SDK's handler) or abandons (an HTTP client that
+leaves) ends its git and its ripgrep at once, its thread with them, and gives its slot back
+only then.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.gitrepo import Repo, env_for
 from tests.helpers import codescout_exe, installed
-from tests.platforms import FAKE_GIT, posix_only
+from tests.httpserver import RunningServer
+from tests.platforms import FAKE_GIT, FIFOS, LINUX, linux_only, posix_only
 
 pytestmark = posix_only(FAKE_GIT)
 
@@ -210,3 +220,235 @@ def test_the_server_ends_its_git_when_stdin_ends_and_nobody_reads(repo: Repo, tm
     proc.stdin.close()
     assert proc.wait(timeout=20) == 0
     assert gone(started), f"git left running: {started}"
+
+
+# --- a call cancelled or abandoned ends its work ---------------------------------------------
+
+OPENING = [
+    {"jsonrpc": "2.0", "id": "open", "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]  # fmt: skip
+# A request only the SDK answers: its answer says the SDK is up.
+SDK_UP = {"jsonrpc": "2.0", "id": "up", "method": "codescout/no-such-method"}
+WORKSPACE_CALL = {"name": "rank_workspace_hits", "arguments": {"hits": [{"path": "a.py", "matches": 1}]}}
+RANK_CALL = {
+    "name": "rank_search_results",
+    "arguments": {"hits": [{"path": "a.py", "matches": 1, "last_modified_days": 2}]},
+}
+
+
+def call(rid: object, params: dict[str, Any], *, shape: str = "door") -> dict[str, Any]:
+    """A tools/call; of the "sdk" shape, one the door leaves to the SDK's handler (a key it does not vouch for)."""
+    if shape == "sdk":
+        params = {**params, "unvouched": True}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+def cancel(rid: object) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}
+
+
+class Stdio:
+    """A stdio server over pipes: messages written, answers collected by a thread as they come."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        self.answers: dict[str, dict[str, Any]] = {}
+        self.lock = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            value = json.loads(line)
+            with self.lock:
+                for answer in value if isinstance(value, list) else [value]:
+                    self.answers[json.dumps(answer.get("id"))] = answer
+                self.lock.notify_all()
+
+    def send(self, *messages: object) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"".join(json.dumps(message).encode() + b"\n" for message in messages))
+        self.proc.stdin.flush()
+
+    def answer(self, rid: object, seconds: float = 30) -> dict[str, Any]:
+        key = json.dumps(rid)
+        with self.lock:
+            if not self.lock.wait_for(lambda: key in self.answers, timeout=seconds):
+                raise AssertionError(f"no answer to {rid!r} within {seconds} s")
+            return self.answers[key]
+
+    def threads(self) -> int:
+        """How many threads the server runs (Linux: /proc; elsewhere 0, nothing to compare)."""
+        return len(os.listdir(f"/proc/{self.proc.pid}/task")) if LINUX else 0
+
+    def close(self) -> str:
+        assert self.proc.stdin is not None and self.proc.stderr is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+        return self.proc.stderr.read().decode("utf-8", "replace")
+
+
+def threads_back_to(server: Stdio, baseline: int, seconds: float = 10) -> int:
+    deadline = time.monotonic() + seconds
+    while server.threads() > baseline and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return server.threads()
+
+
+CALLS = 12
+
+
+@pytest.mark.parametrize("shape", ["door", "sdk"])
+def test_cancelled_calls_end_their_git_and_their_threads_and_the_session_goes_on(
+    repo: Repo, tmp_path: Path, shape: str
+) -> None:
+    """Calls each waiting on a git that sleeps a minute (one runs it, the others wait for the
+    workspace), then each cancelled: git is gone at once, so are the threads, nothing is
+    answered for them, and the next call is answered. Through the door, and through the SDK's
+    own handler (an odd shape the door leaves to it)."""
+    env, pids = sleepy_git(tmp_path)
+    server = Stdio([installed("codescout-mcp"), "--workspace", str(repo.root)], env)
+    try:
+        server.send(*OPENING, SDK_UP)
+        server.answer("up")
+        baseline = server.threads()
+        server.send(*(call(n, WORKSPACE_CALL, shape=shape) for n in range(CALLS)))
+        started = wait_for(pids)
+        server.send(*(cancel(n) for n in range(CALLS)))
+        assert gone(started), f"git left running: {started}"
+        assert threads_back_to(server, baseline) <= baseline
+        server.send(call("next", RANK_CALL))
+        assert server.answer("next")["result"]["isError"] is False
+        assert not set(server.answers) & {json.dumps(n) for n in range(CALLS)}
+        assert len(pids.read_text().split()) < CALLS  # the cancelled calls waiting for the workspace never ran git
+    finally:
+        err = server.close()
+    assert "Traceback" not in err, err
+
+
+def ripgreps_in(folder: Path) -> list[int]:
+    """The ripgrep processes working in `folder` (Linux: /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cwd = os.readlink(f"/proc/{entry}/cwd")
+                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if cwd == str(folder) and os.path.basename(argv[0]) == b"rg":
+                found.append(int(entry))
+    return found
+
+
+@linux_only(f"{FIFOS}, and /proc to see what runs")
+@pytest.mark.parametrize("shape", ["door", "sdk"])
+def test_cancelled_searches_end_their_ripgreps(repo: Repo, tmp_path: Path, shape: str) -> None:
+    """Searches each held by a FIFO where ripgrep opens an ignore file (for a minute, its deadline),
+    all running at once, then cancelled: every ripgrep is gone within seconds."""
+    (repo.root / "sub").mkdir()
+    if sys.platform == "win32":  # marked Linux-only; this is for the type checker
+        raise AssertionError("no FIFOs on Windows")
+    os.mkfifo(repo.root / "sub" / ".ignore")  # untracked, in a folder ripgrep walks into
+    server = Stdio([installed("codescout-mcp"), "--workspace", str(repo.root)], env_for())
+    searches = 6
+    try:
+        server.send(*OPENING, SDK_UP)
+        server.answer("up")
+        baseline = server.threads()
+        server.send(
+            *(
+                call(n, {"name": "search_workspace", "arguments": {"pattern": "search"}}, shape=shape)
+                for n in range(searches)
+            )
+        )
+        deadline = time.monotonic() + 40
+        while len(ripgreps_in(repo.root)) < searches and time.monotonic() < deadline:
+            time.sleep(0.05)
+        running = ripgreps_in(repo.root)
+        assert len(running) == searches
+        server.send(*(cancel(n) for n in range(searches)))
+        assert gone(running), f"ripgrep left running: {running}"
+        assert threads_back_to(server, baseline) <= baseline
+        server.send(call("next", RANK_CALL))
+        assert server.answer("next")["result"]["isError"] is False
+    finally:
+        err = server.close()
+    assert "Traceback" not in err, err
+
+
+# The stdio server with the SDK's import held back `sys.argv[2]` seconds.
+LATE_SDK = (
+    "import sys, time\nfrom codescout_mcp import stdio\n"
+    "run = stdio.Loader._run\nstdio.Loader._run = lambda self: (time.sleep(float(sys.argv[2])), run(self))\n"
+    "sys.exit(stdio.serve_stdio(workspace=sys.argv[1]))\n"
+)
+
+
+@pytest.mark.parametrize("cancelled", ["before the SDK is up", "once the SDK is up"])
+def test_a_call_begun_before_the_sdk_loaded_ends_its_git_when_cancelled(
+    repo: Repo, tmp_path: Path, cancelled: str
+) -> None:
+    """A call answered before the SDK loaded (a thread of its own), cancelled while the SDK still
+    loads, or once it is up (the session adopted the call): its git is gone at once."""
+    env, pids = sleepy_git(tmp_path)
+    late = "60" if cancelled == "before the SDK is up" else "2"
+    server = Stdio([sys.executable, "-c", LATE_SDK, str(repo.root), late], env)
+    try:
+        server.send(*OPENING, call(1, WORKSPACE_CALL))
+        started = wait_for(pids)
+        if cancelled == "once the SDK is up":
+            server.send(SDK_UP)
+            server.answer("up")
+        server.send(cancel(1))
+        assert gone(started), f"git left running: {started}"
+        server.send(call("next", RANK_CALL))
+        assert server.answer("next")["result"]["isError"] is False
+        assert "1" not in server.answers
+    finally:
+        err = server.close()
+    assert "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("sent", ["a call", "a batch"])
+def test_an_http_client_that_leaves_ends_its_call_and_its_slot_comes_back(
+    repo: Repo, tmp_path: Path, sent: str
+) -> None:
+    """A client leaves while its call waits on a git that sleeps a minute: git is gone at once,
+    and the one slot (--max-concurrent 1) serves the next request."""
+    env, pids = sleepy_git(tmp_path)
+    server = RunningServer("--workspace", str(repo.root), "--max-concurrent", "1", env=env)
+    try:
+        if sent == "a call":
+            body, version = json.dumps(call(1, WORKSPACE_CALL)), "2025-06-18"
+        else:
+            body, version = json.dumps([call(1, WORKSPACE_CALL), call(2, WORKSPACE_CALL)]), "2025-03-26"
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": version,
+        }
+        connection.request("POST", "/mcp", body.encode(), headers)
+        started = wait_for(pids)
+        assert connection.sock is not None
+        connection.sock.shutdown(socket.SHUT_RDWR)
+        connection.close()
+        assert gone(started), f"git left running: {started}"
+        began = time.monotonic()
+        status, data = server.post(json.dumps(call(3, RANK_CALL)).encode(), {"MCP-Protocol-Version": "2025-06-18"})
+        assert (status, json.loads(data)["result"]["isError"]) == (200, False)
+        assert time.monotonic() - began < 10
+        assert len(pids.read_text().split()) == 1  # the batch's second call never ran
+    finally:
+        status, log = server.stop()
+    assert status == 0, log
+    assert "Traceback" not in log, log

@@ -14,6 +14,9 @@ version (`Connection.from_envelope`), `initialize` served inline, no channel bac
 The answer comes back as a plain value that `encoded` writes. tests/unit/test_sdk_gaps.py holds
 the SDK to the shape this relies on.
 
+A batch's calls of codescout's tools share one deadline (`batch_answer`), so that a batch of
+many slow calls holds its slot for CALL_SECONDS, not for CALL_SECONDS a member.
+
 The 2026-07-28 era keeps the SDK's own entry, which reads and writes JSON with Python's `json`
 module and has none of these gaps.
 """
@@ -21,6 +24,7 @@ module and has none of these gaps.
 from __future__ import annotations
 
 import math
+import time
 from functools import partial
 from typing import Any, Final
 
@@ -48,6 +52,7 @@ from codescout_mcp.jsonrpc import (
     encode,
     to_message,
 )
+from codescout_mcp.protocol import CALL_SECONDS
 
 # What the SDK's stateless transport tells handlers: streamable HTTP, and no way to send the
 # client a request (a JSON answer has room for one reply, and there is no session to reply on).
@@ -134,17 +139,21 @@ def encoded(answer: dict[str, Any]) -> bytes:
         return encode(answer).removesuffix(b"\n")
 
 
-async def batch_answer(server: Server[Any], door: Door, members: list[Any], version: str, held: Held) -> bytes | None:
+async def batch_answer(
+    server: Server[Any], door: Door, members: list[Any], version: str, held: Held, *, seconds: float = CALL_SECONDS
+) -> bytes | None:
     """The answers to a JSON-RPC batch (protocol 2025-03-26) as one array; None when it holds only
     notifications and responses. Each member is served in turn and its value dropped once served;
     the answers wait in the budget until the batch is done, and one that finds no room becomes an
-    error saying so. (A client that leaves cancels the task awaiting this, `routing.py`: the
-    member running is ended, and no further one is served.)"""
+    error saying so. The calls of codescout's tools share one deadline, `seconds` from now: one
+    running when it passes is held to it, and one that would start after it is a tool error
+    saying it was not run. (A client that leaves cancels the task awaiting this, `routing.py`.)"""
+    deadline = time.monotonic() + seconds
     parts: list[bytes] = []
     seen: set[tuple[type, RequestId]] = set()  # a batch's answers are told apart by their ids
     for index in range(len(members)):
         member, members[index] = members[index], None  # each member's value goes once it is served
-        answer = await _batch_member(server, door, member, version, seen)
+        answer = await _batch_member(server, door, member, version, seen, deadline)
         del member
         if answer is None:
             continue
@@ -159,13 +168,13 @@ async def batch_answer(server: Server[Any], door: Door, members: list[Any], vers
 
 
 async def _batch_member(
-    server: Server[Any], door: Door, member: object, version: str, seen: set[tuple[type, RequestId]]
+    server: Server[Any], door: Door, member: object, version: str, seen: set[tuple[type, RequestId]], deadline: float
 ) -> dict[str, Any] | None:
     try:
         envelope = check_envelope(member, in_batch=True)
         if "id" in envelope and "method" in envelope:
             check_unique_id(envelope["id"], seen)
-        route = door.route(envelope, Session.stateless(version))
+        route = door.route(envelope, Session.stateless(version), deadline=deadline)
         if isinstance(route, Call):
             return await route.answer()
         message = to_message(envelope)

@@ -18,7 +18,8 @@ these promises:
 3. at 2025-03-26 a batch is served member by member and answered with one array, holding at
    most `jsonrpc.MAX_BATCH` members and MAX_BATCH_ANSWER_BYTES of answers (past that, each
    further answer is an error saying so, rather than memory without bound); the array goes
-   out when its last member settles;
+   out when its last member settles. Its calls of codescout's tools share one deadline,
+   CALL_SECONDS from when the batch is read: one that starts after it is a tool error;
 4. no more requests are read while answers wait unsent beyond the writer's bounds, while
    MAX_IN_FLIGHT requests are pending, or while their bytes pass IN_FLIGHT_BYTES; waiting for
    room waits on an event, never a poll;
@@ -41,6 +42,7 @@ import itertools
 import json
 import logging
 import threading
+import time
 import warnings
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -68,7 +70,7 @@ from codescout_mcp.jsonrpc import (
     to_message,
 )
 from codescout_mcp.processes import Stop
-from codescout_mcp.protocol import BATCH_VERSIONS
+from codescout_mcp.protocol import BATCH_VERSIONS, CALL_SECONDS
 from codescout_mcp.server import build_server
 from codescout_mcp.stdio.early import Backlogged, EarlyCall
 from codescout_mcp.stdio.framing import Line, value_of
@@ -470,6 +472,7 @@ class _Relay:
         """A JSON-RPC batch (protocol 2025-03-26): each member served (through the door, as alone),
         the answers in one array."""
         batch = _Batch()
+        deadline = time.monotonic() + CALL_SECONDS  # one for all its calls, which run at once
         served: list[tuple[types.JSONRPCMessage | Call, int | None]] = []
         ids: set[tuple[type, RequestId]] = set()  # a batch's answers are told apart by their ids
         for member in members:
@@ -477,7 +480,7 @@ class _Relay:
                 envelope = check_envelope(member, in_batch=True)
                 if "id" in envelope and "method" in envelope:
                     check_unique_id(envelope["id"], ids)
-                route = self.door.route(envelope, self.session)
+                route = self.door.route(envelope, self.session, deadline=deadline)
                 message: types.JSONRPCMessage | Call = route if isinstance(route, Call) else to_message(envelope)
             except Refusal as refusal:
                 batch.refused(refusal)

@@ -9,7 +9,7 @@ after, and the exit status the documented one.
 Then the calls themselves: a call the client cancels (over stdio, before and after the SDK has
 loaded, through the door and through the SDK's handler) or abandons (an HTTP client that
 leaves) ends its git and its ripgrep at once, its thread with them, and gives its slot back
-only then.
+only then; and a batch's calls share one deadline.
 """
 
 from __future__ import annotations
@@ -26,8 +26,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from codescout_mcp.answers import words
+from codescout_mcp.http.budget import Budget, Held
+from codescout_mcp.http.exchange import batch_answer
+from codescout_mcp.server import build_server
+from codescout_mcp.toolbox import Offer
 from tests.gitrepo import Repo, env_for
 from tests.helpers import codescout_exe, installed
 from tests.httpserver import RunningServer
@@ -416,6 +422,63 @@ def test_a_call_begun_before_the_sdk_loaded_ends_its_git_when_cancelled(
     finally:
         err = server.close()
     assert "Traceback" not in err, err
+
+
+# The stdio server with a batch's time cut to 3 s.
+SHORT_BATCHES = (
+    "import sys\nfrom codescout_mcp.stdio import relay\nrelay.CALL_SECONDS = 3.0\n"
+    "from codescout_mcp import stdio\nsys.exit(stdio.serve_stdio(workspace=sys.argv[1]))\n"
+)
+BATCH = [*(call(n, WORKSPACE_CALL) for n in range(3)), {"jsonrpc": "2.0", "id": "ping", "method": "ping"}]
+
+
+def test_a_stdio_batchs_calls_share_one_deadline(repo: Repo, tmp_path: Path) -> None:
+    """Three calls in a 2025-03-26 batch, each waiting on a git that sleeps a minute: the batch is
+    answered once its one deadline (3 s here, CALL_SECONDS in use) has passed, not 3 calls' worth
+    later; the calls past it are tool errors, and the ping is answered as ever."""
+    env, pids = sleepy_git(tmp_path)
+    server = Stdio([sys.executable, "-c", SHORT_BATCHES, str(repo.root)], env)
+    try:
+        server.send(*OPENING, SDK_UP)
+        server.answer("up")
+        started = time.monotonic()
+        server.send(BATCH)
+        answers = [server.answer(n, seconds=60) for n in range(3)]
+        elapsed = time.monotonic() - started
+        assert server.answer("ping")["result"] == {}
+    finally:
+        err = server.close()
+    assert elapsed < 20, elapsed  # (3 s, on a busy machine; a minute or more a call before)
+    assert [answer["result"]["isError"] for answer in answers] == [True, True, True]
+    assert gone(wait_for(pids)), "git left running"
+    assert "Traceback" not in err, err
+
+
+def test_an_http_batchs_calls_share_one_deadline(repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over HTTP a batch's members run one after another: the first is held to the batch's
+    deadline (3 s here), and those after it are not run, each a tool error saying why; the ping
+    after them is answered as ever."""
+    env, pids = sleepy_git(tmp_path)
+    monkeypatch.setenv("PATH", env["PATH"])
+    offer = Offer(str(repo.root))
+    server, door = build_server(offer=offer), offer.door()
+
+    async def serve() -> bytes | None:
+        held = Held(Budget(1 << 20), time.monotonic() + 60)
+        return await batch_answer(server, door, [*BATCH], "2025-03-26", held, seconds=3.0)
+
+    started = time.monotonic()
+    data = anyio.run(serve)
+    elapsed = time.monotonic() - started
+    assert data is not None
+    answers = {json.dumps(answer["id"]): answer for answer in json.loads(data)}
+    assert elapsed < 15, elapsed
+    first = answers["0"]["result"]
+    assert first["isError"] is True and "took longer than" in first["content"][0]["text"], first
+    late = words.tool_error(words.BATCH_OUT_OF_TIME)
+    assert (answers["1"]["result"], answers["2"]["result"]) == (late, late)
+    assert answers['"ping"']["result"] == {}
+    assert len(wait_for(pids)) == 1 and gone(wait_for(pids))
 
 
 @pytest.mark.parametrize("sent", ["a call", "a batch"])

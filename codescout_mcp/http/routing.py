@@ -139,7 +139,7 @@ class Router:
             return
         answers = await until_gone(receive, partial(batch_answer, self.server, self.door, members, version, send.held))
         if isinstance(answers, _Gone):
-            logger.info("a batch's client left; its call was ended and the rest of the batch not served")
+            logger.info("a batch's client left; the rest of the batch was not served")
             return
         if answers is None:  # notifications and responses only
             await respond(send, 202, b"")

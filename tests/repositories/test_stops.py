@@ -481,17 +481,19 @@ def test_an_http_batchs_calls_share_one_deadline(repo: Repo, tmp_path: Path, mon
     assert len(wait_for(pids)) == 1 and gone(wait_for(pids))
 
 
-@pytest.mark.parametrize("sent", ["a call", "a batch"])
+@pytest.mark.parametrize("sent", ["a call", "an odd call", "a batch"])
 def test_an_http_client_that_leaves_ends_its_call_and_its_slot_comes_back(
     repo: Repo, tmp_path: Path, sent: str
 ) -> None:
     """A client leaves while its call waits on a git that sleeps a minute: git is gone at once,
-    and the one slot (--max-concurrent 1) serves the next request."""
+    and the one slot (--max-concurrent 1) serves the next request. A call the door answers, one
+    of a shape it leaves to the SDK's handler, and a batch's."""
     env, pids = sleepy_git(tmp_path)
     server = RunningServer("--workspace", str(repo.root), "--max-concurrent", "1", env=env)
     try:
-        if sent == "a call":
-            body, version = json.dumps(call(1, WORKSPACE_CALL)), "2025-06-18"
+        if sent != "a batch":
+            shape = "sdk" if sent == "an odd call" else "door"
+            body, version = json.dumps(call(1, WORKSPACE_CALL, shape=shape)), "2025-06-18"
         else:
             body, version = json.dumps([call(1, WORKSPACE_CALL), call(2, WORKSPACE_CALL)]), "2025-03-26"
         connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)

@@ -188,9 +188,9 @@ def call_seconds(limit: float) -> float:
     return limit if left is None else min(limit, left)
 
 
-def take_lock(lock: threading.Lock, seconds: float | None) -> bool:
-    """Acquire `lock` within `seconds` (None: no bound); False if it stayed held that long, and
-    Cancelled once the call this thread works for is cancelled while it waits."""
+def take_lock(lock: threading.Lock | threading.Semaphore, seconds: float | None) -> bool:
+    """Acquire `lock` (or a place in a semaphore) within `seconds` (None: no bound); False if it
+    stayed held that long, and Cancelled once the call this thread works for is cancelled while it waits."""
     stop = current_stop()
     if stop is None:
         return lock.acquire(timeout=-1 if seconds is None else seconds)

@@ -52,7 +52,7 @@ from codescout_mcp.facts.search import (
 )
 from codescout_mcp.paths import LinkOnTheWay, Pin, pin
 from codescout_mcp.platform import CURRENT, System
-from codescout_mcp.processes import call_seconds
+from codescout_mcp.processes import call_seconds, take_lock
 from codescout_mcp.protocol import CALL_SECONDS
 from codescout_mcp.sandbox import Confinement, confine
 from codescout_mcp.text import quoted, shown
@@ -181,8 +181,7 @@ class SearchTool:
     @contextlib.contextmanager
     def _in_line(self, lookup: Lookup) -> Iterator[None]:
         """A turn among the searches that run at once, waited for within the call's time."""
-        left = lookup.seconds_left(self.workspace.root)
-        if not self.line.acquire(timeout=-1 if left is None else left):
+        if not take_lock(self.line, lookup.seconds_left(self.workspace.root)):
             raise SearchError("other searches held every place for the whole time allowed; try again")
         try:
             yield

@@ -250,14 +250,14 @@ def test_hits_reads_the_repository_once_however_its_folder_is_typed(
     found = hits_of(folding / "Project", lines.encode(), "--now", iso(project.now), env=env)
     assert found == {"hits": [{**A_PY, "matches": 2}, {**A_PY, "path": "src/b.py", "last_modified_days": 90}]}
     # Each spelling of the folder is asked once what it is; the repository is read once.
-    # (Before each, its config is read as a plain file, from a folder outside any repository.)
+    # (Before each, its config is read as a plain file, from /proc, which no repository holds.)
     assert calls.read_text(encoding="utf-8").splitlines() == [
-        "outside-any-repository config",
+        "proc config",
         "Project rev-parse",
         "Project config",
-        "outside-any-repository config",
+        "proc config",
         "PROJECT rev-parse",
-        "outside-any-repository config",
+        "proc config",
         "project rev-parse",
         "Project ls-files",
         "Project status",

@@ -32,12 +32,13 @@ import pytest
 from codescout_mcp.answers import words
 from codescout_mcp.http.budget import Budget, Held
 from codescout_mcp.http.exchange import batch_answer
+from codescout_mcp.search import SEARCHES_AT_ONCE
 from codescout_mcp.server import build_server
 from codescout_mcp.toolbox import Offer
 from tests.gitrepo import Repo, env_for
 from tests.helpers import codescout_exe, installed
 from tests.httpserver import RunningServer
-from tests.platforms import FAKE_GIT, FIFOS, LINUX, linux_only, posix_only
+from tests.platforms import FAKE_GIT, LINUX, linux_only, posix_only
 
 pytestmark = posix_only(FAKE_GIT)
 
@@ -340,8 +341,9 @@ def test_cancelled_calls_end_their_git_and_their_threads_and_the_session_goes_on
     assert "Traceback" not in err, err
 
 
-def ripgreps_in(folder: Path) -> list[int]:
-    """The ripgrep processes working in `folder` (Linux: /proc)."""
+def ripgreps_in(folder: Path, *, searching: bool = False) -> list[int]:
+    """The ripgrep processes working in `folder` (Linux: /proc); with `searching`, only those
+    that search (not the listing of files beside each search)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -350,37 +352,36 @@ def ripgreps_in(folder: Path) -> list[int]:
                 argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if cwd == str(folder) and os.path.basename(argv[0]) == b"rg":
+            if cwd == str(folder) and os.path.basename(argv[0]) == b"rg" and (not searching or b"--json" in argv):
                 found.append(int(entry))
     return found
 
 
-@linux_only(f"{FIFOS}, and /proc to see what runs")
+@linux_only("/proc to see what runs")
 @pytest.mark.parametrize("shape", ["door", "sdk"])
 def test_cancelled_searches_end_their_ripgreps(repo: Repo, tmp_path: Path, shape: str) -> None:
-    """Searches each held by a FIFO where ripgrep opens an ignore file (for a minute, its deadline),
-    all running at once, then cancelled: every ripgrep is gone within seconds."""
-    (repo.root / "sub").mkdir()
-    if sys.platform == "win32":  # marked Linux-only; this is for the type checker
-        raise AssertionError("no FIFOs on Windows")
-    os.mkfifo(repo.root / "sub" / ".ignore")  # untracked, in a folder ripgrep walks into
+    """Searches that take ripgrep many seconds (a pattern that matches the empty string, over
+    2,000 files), as many as may run at once and two more waiting in line, then cancelled:
+    every ripgrep is gone within seconds, and so is every thread the calls took."""
+    for number in range(2_000):
+        (repo.root / f"text{number}.txt").write_text("some words on a line of text\n" * 200, encoding="utf-8")
     server = Stdio([installed("codescout-mcp"), "--workspace", str(repo.root)], env_for())
-    searches = 6
+    searches = SEARCHES_AT_ONCE + 2
     try:
         server.send(*OPENING, SDK_UP)
         server.answer("up")
         baseline = server.threads()
         server.send(
             *(
-                call(n, {"name": "search_workspace", "arguments": {"pattern": "search"}}, shape=shape)
+                call(n, {"name": "search_workspace", "arguments": {"pattern": "x*"}}, shape=shape)
                 for n in range(searches)
             )
         )
         deadline = time.monotonic() + 40
-        while len(ripgreps_in(repo.root)) < searches and time.monotonic() < deadline:
+        while len(ripgreps_in(repo.root, searching=True)) < SEARCHES_AT_ONCE and time.monotonic() < deadline:
             time.sleep(0.05)
         running = ripgreps_in(repo.root)
-        assert len(running) == searches
+        assert len(ripgreps_in(repo.root, searching=True)) == SEARCHES_AT_ONCE
         server.send(*(cancel(n) for n in range(searches)))
         assert gone(running), f"ripgrep left running: {running}"
         assert threads_back_to(server, baseline) <= baseline

@@ -320,7 +320,7 @@ def test_a_child_whose_stop_is_cancelled_while_it_starts_is_ended_at_once(monkey
     stop = Stop()
     started: list[int] = []
 
-    def cancel_meanwhile(pid: int) -> None:
+    def cancel_meanwhile(pid: int, *limits: int) -> None:
         started.append(pid)
         stop.cancel()
 

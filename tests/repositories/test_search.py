@@ -414,16 +414,16 @@ def test_one_ripgrep_search_a_call_even_for_a_file_that_turns_binary(
     checkout: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """late.dat is binary after its first matches: counted from the one run, never searched twice."""
-    import codescout_mcp.facts.search as runner
+    from codescout_mcp.processes import StreamedChild
 
     started: list[list[str]] = []
-    real = runner.StreamedChild
+    real = StreamedChild
 
     def counting(argv: list[str], **options: Any) -> Any:
         started.append(argv)
         return real(argv, **options)
 
-    monkeypatch.setattr(runner, "StreamedChild", counting)
+    monkeypatch.setattr("codescout_mcp.facts.search.StreamedChild", counting)
     result = SearchTool(Workspace(str(checkout))).call({"pattern": "search", "limit": 100})
     assert result is not None and result["isError"] is False
     assert {entry["path"]: entry["matches"] for entry in result["structuredContent"]["results"]}["late.dat"] == 5461

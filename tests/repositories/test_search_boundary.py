@@ -162,9 +162,7 @@ def test_a_search_whose_folder_changed_while_it_ran_is_refused(tmp_path: Path, m
     repo.write("sub/a.py", "needle\n")
     repo.commit("2026-01-01T00:00:00Z", "sub/a.py")
     tool = SearchTool(Workspace(str(repo.root)))
-    import codescout_mcp.search as search_module
-
-    real = search_module.count_matches
+    real = count_matches
 
     def swapping(search: Search, place: Place, *, seconds: float) -> Any:
         counted = real(search, place, seconds=seconds)
@@ -172,7 +170,7 @@ def test_a_search_whose_folder_changed_while_it_ran_is_refused(tmp_path: Path, m
         (repo.root / "sub").symlink_to(outside)
         return counted
 
-    monkeypatch.setattr(search_module, "count_matches", swapping)
+    monkeypatch.setattr("codescout_mcp.search.count_matches", swapping)
     result = tool.call({"pattern": "needle", "path": "sub"})
     assert result is not None and result["isError"] is True
     assert text_of(result) == (

@@ -135,7 +135,7 @@ class SearchTool:
         for note in dating_notes:
             self.workspace.warn(note)
         ranking["search"] = {"files_searched": counted.files_searched}
-        notes = list(vetted.notes)
+        notes = list(vetted.notes) + [_ripgrep_said(line) for line in counted.said]
         if ignored is not None:
             ranking["search"]["ignored_files"] = len(ignored)
             notes += _ignored_note(ignored)
@@ -262,6 +262,16 @@ def _check_unchanged(root: str, where: str, pinned: Pin) -> None:
             f"{shown(os.path.join(root, where))} changed while it was searched (a folder on the way was moved, "
             "or replaced by a link); nothing is answered from it: try again"
         )
+
+
+def _ripgrep_said(line: str) -> str:
+    """A note for what ripgrep said of trouble it searched past."""
+    if "error building NFA" in line:
+        return (
+            "ripgrep could not build the rules of an ignore file it reads (too many, or too large once compiled), "
+            "and searched as if they were not there"
+        )
+    return f"ripgrep said: {line}"
 
 
 def _likely_cause(vetted: Vetted) -> str:

@@ -97,13 +97,16 @@ class Place:
 
 
 class Counted:
-    """What one search found: match counts by path (as ripgrep printed them) and how many files it searched."""
+    """What one search found: match counts by path (as ripgrep printed them), how many files it
+    searched, and what ripgrep said of trouble it searched past (an ignore file whose rules it
+    could not build, say), a line each."""
 
-    __slots__ = ("counts", "files_searched")
+    __slots__ = ("counts", "files_searched", "said")
 
-    def __init__(self, counts: dict[str, int], files_searched: int) -> None:
+    def __init__(self, counts: dict[str, int], files_searched: int, said: list[str] | None = None) -> None:
         self.counts = counts
         self.files_searched = files_searched
+        self.said = said or []
 
 
 def rg_program(system: System = CURRENT) -> str:
@@ -139,7 +142,7 @@ def filters(search: Search, place: Place, *, ignore_rules: bool = True) -> list[
 def command(program: str, search: Search, place: Place, *, ignore_rules: bool = True) -> list[str]:
     """The search's rg command line: JSON events for the matches."""
     return [
-        *(program, "--no-config", "--no-messages", "--color=never", "--json"),
+        *(program, "--no-config", "--color=never", "--json"),
         *(f"--regex-size-limit={REGEX_SIZE_LIMIT}", f"--dfa-size-limit={DFA_SIZE_LIMIT}"),
         *filters(search, place, ignore_rules=ignore_rules),
         *search.matching(),
@@ -161,12 +164,13 @@ def count_matches(search: Search, place: Place, *, seconds: float, system: Syste
     search cannot be made, matches more files than are held at once, or does not finish in `seconds`."""
     program = rg_program(system)
     files = _FileCount(listing(program, search, place), place, seconds)
+    said: list[str] = []
     try:
-        counts = _run(command(program, search, place), place, seconds, system)
+        counts = _run(command(program, search, place), place, seconds, system, said)
         searched = files.result()
     finally:
         files.close()
-    return Counted(counts, searched)
+    return Counted(counts, searched, said)
 
 
 def count_ignored(search: Search, place: Place, *, seconds: float, system: System = CURRENT) -> dict[str, int]:
@@ -189,8 +193,11 @@ def _start(argv: list[str], place: Place, seconds: float) -> StreamedChild:
         raise SearchError(f"cannot run ripgrep: {error.strerror or error}") from None
 
 
-def _run(argv: list[str], place: Place, seconds: float, system: System) -> dict[str, int]:
-    """The match counts of one `rg --json` run, read as they stream."""
+def _run(
+    argv: list[str], place: Place, seconds: float, system: System, said: list[str] | None = None
+) -> dict[str, int]:
+    """The match counts of one `rg --json` run, read as they stream; what ripgrep said of trouble
+    it searched past (it then ends with status 2) goes to `said`."""
     child = _start(argv, place, seconds)
     counter = JsonCounter(max_files=MAX_FILES, max_name_bytes=MAX_NAME_BYTES, system=system)
     try:
@@ -213,7 +220,19 @@ def _run(argv: list[str], place: Place, seconds: float, system: System) -> dict[
         child.close()
     if status not in (0, 1) and not (status == 2 and counter.summarised):
         raise failure(err, status)
+    if said is not None:
+        said += [line for line in _messages(err) if not line.startswith(QUIET_MESSAGES)][:SAID_LINES]
     return counts
+
+
+# What ripgrep says that the answer says already (no file searched: files_searched is 0).
+QUIET_MESSAGES: Final = ("No files were searched", "Running with --debug")
+# The most lines of what ripgrep said that an answer passes on.
+SAID_LINES: Final = 3
+
+
+def _messages(err: bytes) -> list[str]:
+    return [line.strip().removeprefix("rg: ") for line in decode_name(err).splitlines() if line.strip()]
 
 
 class _FileCount:
@@ -270,6 +289,11 @@ def failure(err: bytes, status: int) -> SearchError:
         return SearchError(f"not a regular expression ripgrep reads ({said})", "pattern")
     if "error parsing glob" in text:
         return SearchError(f"not a glob ripgrep reads ({said.split(': ', 1)[-1]})", "glob")
+    if "error building NFA" in text:  # the globs (the caller's, and the ignore files') built too large
+        return SearchError(
+            "ripgrep could not build its globs (the glob given, or the rules of the ignore files it reads, "
+            "are too many or too large once compiled); use a simpler glob"
+        )
     if "memory allocation" in text or status in (-6, 134):
         return OutOfMemory(
             f"ripgrep needed more than the {RIPGREP_DATA_BYTES >> 20} MiB of memory a search may use "

@@ -233,3 +233,29 @@ def test_ignore_rules_ripgrep_cannot_build_in_its_memory_are_named(tmp_path: Pat
         f"); narrow the pattern or glob, or look at {repo.root}/.gitignore, the largest ignore file it reads "
         f"({size:,} bytes of rules)"
     )
+
+
+def test_ignore_rules_too_large_for_ripgrep_to_build_are_said_in_a_note(tmp_path: Path) -> None:
+    """Half a megabyte of rules (24,000 lines) passes the size limit of ripgrep's glob matcher: it
+    says "error building NFA" and searches on without them; the answer says so."""
+    import random
+
+    rng = random.Random(1)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    rules = []
+    size = 0
+    while size < 500_000:
+        rule = "".join(rng.choice(letters) for _ in range(rng.randint(5, 25))) + "/"
+        rule += rng.choice(["*.log", "build", "x*y", "**/z"]) + "\n"
+        rules.append(rule)
+        size += len(rule)
+    repo = Repo(tmp_path / "repo")
+    repo.write("a.py", "needle\n")
+    repo.write(".gitignore", "".join(rules))
+    repo.commit(DAY, "a.py", ".gitignore")
+    result = search(repo.root)
+    assert found(result) == ["a.py"]
+    assert notes(result) == [
+        "Note: ripgrep could not build the rules of an ignore file it reads (too many, or too large once "
+        "compiled), and searched as if they were not there"
+    ]

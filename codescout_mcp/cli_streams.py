@@ -30,13 +30,20 @@ class Terminated(BaseException):
 
 def end_children_on_sigterm() -> None:
     """From now on a SIGTERM ends this command's children too, then the command (status 143),
-    as Ctrl-C does (130): git and ripgrep run in sessions of their own, which no signal reaches."""
+    as Ctrl-C does (130): git and ripgrep run in sessions of their own, which no signal reaches.
+    Ctrl-C stays ignored when the command was started ignoring it (a script's background job)."""
     import signal
 
-    def terminated(signum: int, frame: object) -> None:
-        raise Terminated
+    def stopped(signum: int, frame: object) -> None:
+        stop = KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
+        processes = sys.modules.get("codescout_mcp.processes")
+        if processes is None:  # no child was ever started
+            raise stop
+        processes.raise_stop(stop)  # not while Popen starts one: it would be left running
 
-    signal.signal(signal.SIGTERM, terminated)
+    signal.signal(signal.SIGTERM, stopped)
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, stopped)
 
 
 def _end_children(*, leaving: bool = False) -> None:

@@ -287,6 +287,34 @@ _LEAVING = False
 _STOP_WAIT_SECONDS: Final = 5.0
 # How often a thread waiting for a lock looks whether its call was cancelled meanwhile.
 _LOCK_STEP_SECONDS: Final = 0.1
+# A stop whose signal handler raises (the command line's) runs in the main thread between any two
+# steps, Popen's own included: raised there, after the fork, it would leave the child running
+# where no stop can see it. So while a thread starts a child, a stop its handler hands to
+# `raise_stop` is held, and raised as soon as the child is in _RUNNING.
+_STARTING_THREAD: int | None = None
+_HELD_STOP: BaseException | None = None
+
+
+def raise_stop(stop: BaseException) -> None:
+    """For a signal handler that stops the process by raising `stop`: raise it now or, if this
+    thread is starting a child, as soon as that child is in _RUNNING."""
+    global _HELD_STOP
+    if threading.get_ident() != _STARTING_THREAD:
+        raise stop
+    _HELD_STOP = stop
+
+
+@contextlib.contextmanager
+def _stops_held() -> Iterator[None]:
+    global _STARTING_THREAD, _HELD_STOP
+    _STARTING_THREAD = threading.get_ident()
+    try:
+        yield
+    finally:
+        _STARTING_THREAD = None
+        stop, _HELD_STOP = _HELD_STOP, None
+        if stop is not None:
+            raise stop
 
 
 def _spawn(
@@ -303,7 +331,7 @@ def _spawn(
     if stop is not None:
         stop.check()
     before_exec = None if confinement is None else _confined_start(confinement, data_bytes)
-    with _STARTING:
+    with _STARTING, _stops_held():
         proc = subprocess.Popen(
             argv,
             cwd=cwd,

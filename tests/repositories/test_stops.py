@@ -75,6 +75,11 @@ def as_a_user_starts_it() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
+def stopped_status(stop: str) -> int:
+    """The status a shell reports for a command the signal `stop` ended: 128 and its number."""
+    return 128 + int(getattr(signal, stop))
+
+
 def signal_state(pid: int) -> str:
     """A process's blocked, ignored and caught signals, as /proc gives them (Linux)."""
     try:
@@ -141,6 +146,47 @@ def test_the_command_line_ends_its_git_when_stopped(repo: Repo, tmp_path: Path, 
     err = proc.stderr.read()
     # Ended with the status a shell gives a command ended by the signal, and nothing said.
     assert (proc.returncode, err) == (130 if stop == signal.SIGINT else 143, b"")
+    assert gone(started), f"git left running: {started}"
+
+
+# `codescout` as its console script runs it, but with a stop signal raised inside Popen once the
+# stand-in git has written its pid: what a loaded machine does when the signal comes after the
+# child runs and before Popen, waiting to hear that the exec went well, has returned.
+STOP_INSIDE_POPEN = """
+import os, signal, subprocess, sys, time
+
+stop, pids = getattr(signal, sys.argv[1]), sys.argv[2]
+real_popen = subprocess.Popen
+
+def popen(*args, **kwargs):
+    proc = real_popen(*args, **kwargs)
+    while not (os.path.exists(pids) and open(pids).read().strip()):
+        time.sleep(0.01)
+    signal.raise_signal(stop)  # its handler runs here
+    return proc
+
+subprocess.Popen = popen
+sys.argv = ["codescout", *sys.argv[3:]]
+from codescout_mcp.entry import codescout
+codescout()
+"""
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+def test_a_stop_while_git_starts_ends_that_git_too(repo: Repo, tmp_path: Path, stop: str) -> None:
+    env, pids = sleepy_git(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", STOP_INSIDE_POPEN, stop, str(pids), "hits"],
+        cwd=repo.root,
+        env=env,
+        input=b"a.py:1\n",
+        capture_output=True,
+        timeout=60,
+        preexec_fn=as_a_user_starts_it,
+        check=False,
+    )
+    assert (proc.returncode, proc.stderr) == (stopped_status(stop), b"")
+    started = [int(line) for line in pids.read_text().split()]
     assert gone(started), f"git left running: {started}"
 
 

@@ -380,9 +380,9 @@ def _timestamp(text: str) -> float:
 
 
 def _run_hits(args: argparse.Namespace) -> int:
-    from codescout_mcp.cli_streams import end_children_on_sigterm, is_console
+    from codescout_mcp.cli_streams import end_children_on_signals, is_console
 
-    end_children_on_sigterm()
+    end_children_on_signals()
     from codescout_mcp.facts.hits import HitsError, hits_arguments
 
     if args.source is None and 0 not in State.closed and is_console(0):
@@ -411,9 +411,9 @@ def _run_search(args: argparse.Namespace) -> int:
     """`codescout search`: the search tool's handler, run in process on the workspace named."""
     import time
 
-    from codescout_mcp.cli_streams import end_children_on_sigterm
+    from codescout_mcp.cli_streams import end_children_on_signals
 
-    end_children_on_sigterm()
+    end_children_on_signals()
     from codescout_mcp.facts.git import GitError
     from codescout_mcp.facts.gitfiles import RepositoryError
     from codescout_mcp.facts.repository import Lookup

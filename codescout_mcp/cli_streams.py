@@ -21,29 +21,39 @@ if TYPE_CHECKING:
 
 EXIT_OK = 0
 EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a command ended by it
 
 
 class Terminated(BaseException):
-    """SIGTERM, in a command that starts children (`end_children_on_sigterm`): they are ended, then it is."""
+    """SIGTERM, SIGHUP or SIGQUIT, in a command that starts children (`end_children_on_signals`):
+    they are ended, then it is, with the status a shell reports for a command the signal ended."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.exit_status = 128 + signum
 
 
-def end_children_on_sigterm() -> None:
-    """From now on a SIGTERM ends this command's children too, then the command (status 143),
-    as Ctrl-C does (130): git and ripgrep run in sessions of their own, which no signal reaches.
-    Ctrl-C stays ignored when the command was started ignoring it (a script's background job)."""
+def end_children_on_signals() -> None:
+    """From now on SIGTERM, SIGHUP (the terminal closed), SIGQUIT and Ctrl-C end this command's
+    children too, then the command, with the status a shell reports (143, 129, 131; Ctrl-C 130):
+    git and ripgrep run in sessions of their own, which no signal reaches.
+
+    A signal the command was started ignoring stays ignored, SIGTERM aside: SIGHUP under `nohup`
+    (as the server keeps it, `platform.stop_signals`), SIGINT and SIGQUIT in a script's
+    background job. Windows has no SIGHUP or SIGQUIT; there only SIGTERM and Ctrl-C are taken.
+    """
     import signal
 
     def stopped(signum: int, frame: object) -> None:
-        stop = KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
+        stop = KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
         processes = sys.modules.get("codescout_mcp.processes")
         if processes is None:  # no child was ever started
             raise stop
         processes.raise_stop(stop)  # not while Popen starts one: it would be left running
 
-    signal.signal(signal.SIGTERM, stopped)
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        signal.signal(signal.SIGINT, stopped)
+    for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"):
+        signum = getattr(signal, name, None)
+        if signum is not None and (name == "SIGTERM" or signal.getsignal(signum) is not signal.SIG_IGN):
+            signal.signal(signum, stopped)
 
 
 def _end_children(*, leaving: bool = False) -> None:
@@ -186,9 +196,9 @@ def guarded(run: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         _end_children()
         return EXIT_INTERRUPTED
-    except Terminated:
+    except Terminated as stop:
         _end_children()
-        return EXIT_TERMINATED
+        return stop.exit_status
     except MemoryError:  # an input under --max-input-bytes can still be more than a memory cap allows
         fail("not enough memory for this input")
         return CliError.exit_status

@@ -64,15 +64,23 @@ def wait_for(path: Path, seconds: float = 20) -> list[int]:
     raise AssertionError(f"no git started within {seconds} s")
 
 
-def as_a_user_starts_it() -> None:
-    """For preexec_fn: SIGINT and SIGTERM at their defaults and unblocked, as a shell starts a
-    command in the foreground, whatever the test process inherited or set (a command started
-    with SIGINT ignored, as a background job is, rightly ignores Ctrl-C)."""
+# By name, the same on every system: Windows has neither SIGHUP nor SIGQUIT.
+CLI_STOPS = ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"]
+
+
+def as_a_user_starts_it(*, ignoring: str | None = None) -> None:
+    """For preexec_fn: the stop signals at their defaults and unblocked, as a shell starts a
+    command in the foreground, whatever the test process inherited or set; but `ignoring`
+    ignored (a command started with SIGINT ignored, as a background job is, rightly ignores
+    Ctrl-C; one started under `nohup`, a hangup)."""
     if sys.platform == "win32":  # POSIX-only tests; said for the type checker
         return
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    stops = {getattr(signal, name) for name in CLI_STOPS}
+    for signum in stops:
         signal.signal(signum, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    if ignoring is not None:
+        signal.signal(getattr(signal, ignoring), signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
 
 
 def stopped_status(stop: str) -> int:
@@ -118,9 +126,10 @@ def repo(tmp_path: Path) -> Repo:
     return r
 
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
-@pytest.mark.parametrize("command", ["hits", "search"])
-def test_the_command_line_ends_its_git_when_stopped(repo: Repo, tmp_path: Path, command: str, stop: int) -> None:
+def command_waiting_on_git(
+    repo: Repo, tmp_path: Path, command: str, *, ignoring: str | None = None
+) -> tuple[subprocess.Popen[bytes], list[int]]:
+    """`codescout hits` or `codescout search` in a git call that sleeps, started as a user starts it."""
     env, pids = sleepy_git(tmp_path)
     argv = [codescout_exe(), "hits"] if command == "hits" else [codescout_exe(), "search", "search"]
     proc = subprocess.Popen(
@@ -130,22 +139,45 @@ def test_the_command_line_ends_its_git_when_stopped(repo: Repo, tmp_path: Path, 
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        preexec_fn=as_a_user_starts_it,
+        preexec_fn=lambda: as_a_user_starts_it(ignoring=ignoring),
     )
     assert proc.stdin is not None
     if command == "hits":
         proc.stdin.write(b"a.py:1\n")
     proc.stdin.close()
-    started = wait_for(pids)
-    proc.send_signal(stop)
+    return proc, wait_for(pids)
+
+
+def stop_and_wait(proc: subprocess.Popen[bytes], stop: str) -> tuple[int, bytes]:
+    """Send `stop`; the exit status and all said on stderr."""
+    proc.send_signal(getattr(signal, stop))
     try:
         proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
-        raise AssertionError(f"still running 20 s after {stop!r}: {signal_state(proc.pid)}") from None
+        raise AssertionError(f"still running 20 s after {stop}: {signal_state(proc.pid)}") from None
     assert proc.stderr is not None
-    err = proc.stderr.read()
+    return proc.returncode, proc.stderr.read()
+
+
+@pytest.mark.parametrize("stop", CLI_STOPS)
+@pytest.mark.parametrize("command", ["hits", "search"])
+def test_the_command_line_ends_its_git_when_stopped(repo: Repo, tmp_path: Path, command: str, stop: str) -> None:
+    proc, started = command_waiting_on_git(repo, tmp_path, command)
     # Ended with the status a shell gives a command ended by the signal, and nothing said.
-    assert (proc.returncode, err) == (130 if stop == signal.SIGINT else 143, b"")
+    assert stop_and_wait(proc, stop) == (stopped_status(stop), b"")
+    assert gone(started), f"git left running: {started}"
+
+
+@pytest.mark.parametrize("ignored", ["SIGINT", "SIGHUP", "SIGQUIT"])
+def test_the_command_line_started_ignoring_a_stop_ignores_it(repo: Repo, tmp_path: Path, ignored: str) -> None:
+    """Started with SIGHUP ignored (`nohup`), or SIGINT and SIGQUIT (a script's background job),
+    the command keeps that choice and goes on; SIGTERM still stops it, and its git."""
+    proc, started = command_waiting_on_git(repo, tmp_path, "hits", ignoring=ignored)
+    proc.send_signal(getattr(signal, ignored))
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.wait(timeout=1.5)
+    assert not gone(started, seconds=0.1)
+    assert stop_and_wait(proc, "SIGTERM") == (stopped_status("SIGTERM"), b"")
     assert gone(started), f"git left running: {started}"
 
 
@@ -172,7 +204,7 @@ codescout()
 """
 
 
-@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("stop", CLI_STOPS)
 def test_a_stop_while_git_starts_ends_that_git_too(repo: Repo, tmp_path: Path, stop: str) -> None:
     env, pids = sleepy_git(tmp_path)
     proc = subprocess.run(

@@ -12,7 +12,10 @@ Three workspaces, each a git repository with pinned commit dates, are built in a
 * big-gitignore: a tracked .gitignore of about 9 MB of distinct lines beside a few files,
   searched for an ordinary word;
 * submodule-zero: a submodule whose tracked `.ignore` is a symbolic link to /dev/zero,
-  searched for an ordinary word.
+  searched for an ordinary word;
+* heavy-rules: a tracked .gitignore of about 40 KB of rules with `*` and `**` in them, which
+  takes ripgrep more memory to build than it may have (540 MiB unbounded): every ripgrep of
+  every search runs to its bound, the case the formula's worst is made of.
 
 For each workspace and transport a fresh server gets the calls at once: over stdio all of them
 written on its stdin together after the handshake; over streamable HTTP one POST per thread,
@@ -133,6 +136,24 @@ def make_big_gitignore(root: Path, megabytes: float) -> str:
         repo.write(name, f"{WORD} = {k}\n# the {WORD} is found here\n")
         repo.commit(day(10 + 20 * k), name)
     return f"{size / 1e6:.1f} MB .gitignore, {len(lines):,} lines"
+
+
+def make_heavy_rules(root: Path, kilobytes: float, seed: int = 1) -> str:
+    """A tracked .gitignore of about `kilobytes` of random rules with `*` and `**`, and a few files holding WORD."""
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    lines = []
+    size = 0
+    while size < kilobytes * 1000:
+        line = "".join(rng.choice(letters) for _ in range(rng.randint(5, 25))) + "/"
+        line += rng.choice(("*.log", "x*y", "**/z"))
+        lines.append(line)
+        size += len(line) + 1
+    repo = Repo(root)
+    repo.write(".gitignore", "\n".join(lines) + "\n")
+    repo.write("src/search.py", f"{WORD} = 1\n")
+    repo.commit(day(0), ".gitignore", "src/search.py")
+    return f"{size / 1e3:.0f} KB .gitignore, {len(lines):,} rules"
 
 
 def make_submodule_zero(root: Path, origin: Path) -> str:
@@ -700,7 +721,9 @@ def main() -> int:
     parser.add_argument("--min-available-mib", type=int, default=2_048, help="stop a run when the machine has less")
     parser.add_argument("--interval", type=float, default=0.025, help="seconds between samples (default 0.025)")
     parser.add_argument("--formula-mib", type=float, help="say whether each peak stayed within this many MiB")
-    parser.add_argument("--only", help="these workspaces, comma-separated: empty-match, big-gitignore, submodule-zero")
+    parser.add_argument(
+        "--only", help="these workspaces, comma-separated: empty-match, big-gitignore, submodule-zero, heavy-rules"
+    )
     parser.add_argument("--transports", default="stdio,http", help="comma-separated: stdio, http (default both)")
     args = parser.parse_args()
     if not sys.platform.startswith("linux"):
@@ -710,7 +733,7 @@ def main() -> int:
     gitignore_mb = args.gitignore_mb or (0.2 if smoke else 9.0)
     calls = args.calls or (4 if smoke else 20)
     max_mib = args.max_mib or (768 if smoke else 12_000)
-    chosen = args.only.split(",") if args.only else ["empty-match", "big-gitignore", "submodule-zero"]
+    chosen = args.only.split(",") if args.only else ["empty-match", "big-gitignore", "submodule-zero", "heavy-rules"]
     transports = args.transports.split(",")
     load = " ".join(f"{value:.2f}" for value in os.getloadavg())
     print(
@@ -739,6 +762,7 @@ def main() -> int:
             "empty-match": (lambda root: make_empty_match(root, tree_mb), list(EMPTY_PATTERNS)),
             "big-gitignore": (lambda root: make_big_gitignore(root, gitignore_mb), [WORD]),
             "submodule-zero": (lambda root: make_submodule_zero(root, scratch / "sub-origin"), [WORD]),
+            "heavy-rules": (lambda root: make_heavy_rules(root, 8 if smoke else 40), [WORD]),
         }
         for name in chosen:
             build, patterns = builders[name]

@@ -134,7 +134,7 @@ def test_search_memory_smoke_reports_every_workspace_on_both_transports() -> Non
     cases = [(workspace, transport) for workspace, transport, *_ in lines]
     assert cases == [
         (workspace, transport)
-        for workspace in ("empty-match", "big-gitignore", "submodule-zero")
+        for workspace in ("empty-match", "big-gitignore", "submodule-zero", "heavy-rules")
         for transport in ("stdio", "http")
     ], output
     for _, _, peak, *counts in lines:

@@ -1,7 +1,14 @@
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 from hypothesis import settings
+
+# Every process the suite starts keeps its cached histories here, never in the user's own cache
+# folder (tests about the cache name a folder of their own).
+os.environ["CODESCOUT_CACHE_DIR"] = tempfile.mkdtemp(prefix="codescout-test-cache-")
 
 # Generated examples are judged by what they show, never by how long one took: a slow
 # machine or a busy core must not fail a property.

@@ -13,20 +13,24 @@ git runs through `git.Git` (nothing a repository configures is run); the files r
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import math
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.codeowners import CODEOWNERS_PLACES, CodeOwners, load_codeowners
 from codescout_mcp.facts.git import Git, GitError, open_failure
 from codescout_mcp.facts.gitconfig import check_includes, check_objects, check_values
 from codescout_mcp.facts.gitfiles import RepositoryError, ceiling_folders, check_for_git, git_files_around, stat_for_git
+from codescout_mcp.facts.history import History
+from codescout_mcp.facts.history import NeedsWork as NeedsWork
 from codescout_mcp.paths import (
     NotRegular,
     read_regular,
@@ -34,6 +38,9 @@ from codescout_mcp.paths import (
 )
 from codescout_mcp.platform import CURRENT, System, decode_name, long_path, loose_key, windows_plain_name
 from codescout_mcp.text import shown
+
+if TYPE_CHECKING:
+    from codescout_mcp.facts.cache import HistoryCache
 
 SECONDS_PER_DAY: Final = 86_400
 # A file whose inode changed less than this before its status was read is read again: file
@@ -50,10 +57,6 @@ STATUS_ARGUMENTS: Final = (
     "--ignore-submodules=all",
     "--no-renames",
 )
-
-
-class NeedsWork(Exception):
-    """Raised by a lookup with `cached_only` when the answer needs git or a file read first."""
 
 
 class Lookup:
@@ -110,36 +113,6 @@ def whole_days(now: float, then: float) -> int:
     return max(0, math.floor((now - then) / SECONDS_PER_DAY))
 
 
-def log_entries(stream: Any, system: System = CURRENT) -> Iterator[tuple[int, bytes, str]]:
-    """(commit time, commit id, path) from `git log -z --format=%x00%ct %H --name-only`.
-
-    Each commit reads NUL, its time and id, NUL, then (after a newline) its paths, each
-    ending in NUL. A path is never empty, so an empty field always announces a commit.
-    """
-    pending = b""
-    when = 0
-    commit = b""
-    expect_header = False
-    first_path = False
-    for chunk in iter(lambda: stream.read(1 << 16), b""):
-        fields = (pending + chunk).split(b"\0")
-        pending = fields.pop()
-        for field in fields:
-            if expect_header:
-                stamp, _, commit = field.partition(b" ")
-                when = int(stamp)
-                expect_header = False
-                first_path = True
-            elif not field:
-                expect_header = True
-            else:
-                if first_path:
-                    field = field.removeprefix(b"\n")
-                    first_path = False
-                if field:
-                    yield when, commit, decode_name(field, system)
-
-
 def _stat_signature(path: Path | str) -> tuple[int, int, int] | None:
     try:
         info = os.stat(path)
@@ -179,6 +152,7 @@ class RepositoryFacts:
         shallow: bool = False,
         codeowners: str | None = None,
         warn: Warn,
+        cache: HistoryCache | None = None,
         system: System = CURRENT,
     ) -> None:
         self.base = base  # the work tree root, or the plain folder
@@ -186,6 +160,8 @@ class RepositoryFacts:
         self.git_dir = git_dir
         self.common_dir = common_dir
         self.shallow = shallow
+        self.cache = cache
+        self._history: History | None = None  # kept while HEAD's commit is the same
         self.dialect = codeowners
         self.warn = warn
         self.system = system
@@ -210,10 +186,8 @@ class RepositoryFacts:
         self._status_reused = False
         self._rechecked: dict[str, tuple[int, bool]] = {}
         self._signatures: dict[str, tuple[int, ...]] = {}  # each file's stat data when last judged
-        self._commit_time: dict[str, int] = {}
-        self._at_boundary: set[str] = set()  # paths dated by the shallow boundary commit
+        self._head_checked = False  # whether `_history` was checked to be for HEAD's commit since
         self._boundary_time: int | None = None
-        self._walk_complete = False
 
     @classmethod
     def open(
@@ -225,6 +199,7 @@ class RepositoryFacts:
         isolated: bool,
         named: str | None = None,
         seconds: float | None = None,
+        cache: HistoryCache | None = None,
         system: System = CURRENT,
     ) -> RepositoryFacts:
         """The facts for the work tree around `folder`.
@@ -262,6 +237,7 @@ class RepositoryFacts:
             shallow=answers[1] == "true",
             codeowners=codeowners,
             warn=warn,
+            cache=cache,
             system=system,
         )
 
@@ -364,9 +340,15 @@ class RepositoryFacts:
                         spelled[name] = spelling
                         tracked[spelling] = known_status
             changed = self._states(tracked, lookup)
-            commit_times = self._commit_times([name for name in tracked if name not in changed], lookup)
+            history = self._current_history(lookup)
+            unchanged = [name for name in tracked if name not in changed]
+            commit_times = history.times_of(unchanged, lookup) if history is not None else {}
+            at_boundary_names = history.at_boundary if history is not None else set()
+            self._boundary_time = history.boundary_time if history is not None else None
         facts: dict[str, FileFacts | OSError] = {}
         at_boundary = 0
+        if not self.in_git:
+            at_boundary_names = set()
         now = lookup.now
         owner_of = owners.owner_of
         for name, status in known.items():
@@ -378,7 +360,7 @@ class RepositoryFacts:
                 facts[name] = _facts((0, owner_of(tracked_name)))
             elif tracked_name in commit_times:
                 facts[name] = _facts((whole_days(now, commit_times[tracked_name]), owner_of(tracked_name)))
-                at_boundary += tracked_name in self._at_boundary
+                at_boundary += tracked_name in at_boundary_names
             elif name == ".." or name.startswith("../") or os.path.isabs(name):  # not in this work tree
                 facts[name] = _facts((whole_days(now, status.st_mtime), None))
             else:
@@ -536,38 +518,46 @@ class RepositoryFacts:
         check_for_git([self.base / ".gitattributes"])  # (info/attributes: with all of info/, at refresh)
         self._attributes_checked = self._index
 
-    def _commit_times(self, names: list[str], lookup: Lookup) -> dict[str, int]:
-        """Each tracked, unchanged path's commit time by the rule in the class docstring."""
-        missing = {name for name in names if name not in self._commit_time}
-        if missing and not self._walk_complete:
-            if lookup.cached_only:
-                raise NeedsWork
-            self._walk(missing if not self._commit_time else None, lookup)
-        return {name: self._commit_time[name] for name in names if name in self._commit_time}
-
-    def _walk(self, wanted: set[str] | None, lookup: Lookup) -> None:
-        """One pass over first-parent history; stops once every wanted path is found."""
+    def _current_history(self, lookup: Lookup) -> History | None:
+        """The history behind HEAD's commit (None on a branch with no commit yet): the one kept,
+        while HEAD names the same commit (an index change, a refresh, leaves it as it is)."""
         assert self.git is not None
-        found = self._commit_time
-        remaining = set(wanted) if wanted is not None else None
-        boundary = self._boundary_commits()
-        args = (
-            *("log", "--first-parent", "--diff-merges=first-parent", "--no-renames", "--no-ext-diff", "--no-textconv"),
-            *("-z", "--format=%x00%ct %H", "--name-only", "HEAD", "--"),
+        if self._head_checked and self._history is not None:
+            return self._history
+        if lookup.cached_only:
+            raise NeedsWork
+        status, out, _ = self.git.run(
+            "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False, seconds=lookup.seconds_left(self.base)
         )
-        with self.git.stream(*args, seconds=lookup.seconds_left(self.base)) as out:
-            entries = log_entries(out, self.system)
-            for when, commit, name in _read_log(entries, self.base):
-                if name not in found:
-                    found[name] = when
-                    if commit in boundary:
-                        self._at_boundary.add(name)
-                        self._boundary_time = when
-                    if remaining is not None:
-                        remaining.discard(name)
-                        if not remaining:
-                            return
-        self._walk_complete = True
+        head = out.strip()
+        self._head_checked = True
+        if status != 0 or not head:
+            self._history = None
+            return None
+        boundary, key = self._boundary_commits(), self._cache_key()
+        kept = self._history
+        if kept is None or (kept.head, kept.boundary, kept.key) != (head, boundary, key):
+            self._history = History(
+                self.git, self.base, head, boundary=boundary, cache=self.cache, key=key, system=self.system
+            )
+        return self._history
+
+    def _cache_key(self) -> dict[str, str]:
+        """What a cached walk must have been made for: this repository (its git folder and work
+        tree), its shallow boundary, its grafts and replacements (which change what history says)."""
+        common = self.common_dir if self.common_dir is not None else self.base
+        shallow = b""
+        with contextlib.suppress(OSError):
+            shallow = read_regular(str(common / "shallow"), 64 << 20) or b""
+        rewrites = [_signature(stat_for_git(common / "info" / "grafts"))]
+        replace = common / "refs" / "replace"
+        rewrites.append(_signature(stat_for_git(replace)))
+        return {
+            "git_dir": str(common),
+            "base": str(self.base),
+            "shallow": hashlib.sha256(shallow).hexdigest(),
+            "rewrites": repr(rewrites),
+        }
 
     def _boundary_commits(self) -> frozenset[bytes]:
         """The commits a shallow clone ends at (from `shallow`, read as a regular file)."""
@@ -588,14 +578,6 @@ class RepositoryFacts:
             "this branch, because they were last changed then or before; run `git fetch --unshallow` for their "
             "real ages"
         )
-
-
-def _read_log(entries: Iterator[tuple[int, bytes, str]], base: Path) -> Iterator[tuple[int, bytes, str]]:
-    """`log_entries`, with output that is not what was asked for (a setting no pin knows of) a GitError."""
-    try:
-        yield from entries
-    except ValueError:
-        raise GitError(f"git log printed what codescout cannot read in {shown(str(base))}") from None
 
 
 def _command_cost(arguments: Iterable[str], system: System) -> int:

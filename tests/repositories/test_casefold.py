@@ -261,6 +261,7 @@ def test_hits_reads_the_repository_once_however_its_folder_is_typed(
         "project rev-parse",
         "Project ls-files",
         "Project status",
+        "Project rev-parse",
         "Project log",
     ]
 

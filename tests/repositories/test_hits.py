@@ -152,8 +152,8 @@ def test_one_git_process_per_question_not_per_file(tmp_path: Path) -> None:
     assert len(json.loads(done.stdout)["hits"]) == 120
     calls = log.read_text(encoding="utf-8").splitlines()
     # What its config includes (read as plain files), where the repository is, what its settings
-    # name (and which filters to switch off), what it tracks, what changed, and when.
-    assert [subcommand(c) for c in calls] == ["config", "rev-parse", "config", "ls-files", "status", "log"]
+    # name (and which filters to switch off), what it tracks, what changed, HEAD's commit, and when.
+    assert [subcommand(c) for c in calls] == ["config", "rev-parse", "config", "ls-files", "status", "rev-parse", "log"]
 
 
 def test_outside_git_uses_file_times_and_no_owners(tmp_path: Path) -> None:
@@ -663,22 +663,20 @@ class Chunks:
 
 
 LOG = (
-    b"\x001700000300 c3\x00\nnewest.txt\x00second\nline.txt\x00\nthird.txt\x00"  # later names may hold newlines
-    b"\x001700000200 c2\x00"  # a commit that changed nothing
-    b"\x001700000100 c1\x00\n\nleading-newline.txt\x00a\x00"
+    b"\x001700000300 c3 c2\x00\nnewest.txt\x00second\nline.txt\x00\nthird.txt\x00"  # later names may hold newlines
+    b"\x001700000200 c2 c1 x9\x00"  # a merge that changed nothing against its first parent
+    b"\x001700000100 c1 \x00\n\nleading-newline.txt\x00a\x00"
 )
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 7, 64, 65536])
 def test_log_entries_read_the_same_whatever_the_pieces(size: int) -> None:
-    from codescout_mcp.facts.repository import log_entries
+    from codescout_mcp.facts.history import commits_of
 
-    assert list(log_entries(Chunks(LOG, size))) == [
-        (1700000300, b"c3", "newest.txt"),
-        (1700000300, b"c3", "second\nline.txt"),
-        (1700000300, b"c3", "\nthird.txt"),
-        (1700000100, b"c1", "\nleading-newline.txt"),
-        (1700000100, b"c1", "a"),
+    assert [(c.when, c.id, c.first_parent, c.names) for c in commits_of(Chunks(LOG, size))] == [
+        (1700000300, b"c3", b"c2", ["newest.txt", "second\nline.txt", "\nthird.txt"]),
+        (1700000200, b"c2", b"c1", []),
+        (1700000100, b"c1", None, ["\nleading-newline.txt", "a"]),
     ]
 
 

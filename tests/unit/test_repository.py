@@ -149,7 +149,7 @@ def test_a_reftable_list_that_changes_drops_what_was_known(repo: Repo) -> None:
     tables.parent.mkdir()
     tables.write_text("0x000000000001-0x000000000002-00000000.ref\n", encoding="ascii")
     facts.refresh()
-    assert facts._status_read_at is None and not facts._commit_time
+    assert facts._status_read_at is None and not facts._head_checked  # (the history is asked for HEAD again)
 
 
 def test_a_linked_worktree_follows_its_own_head(repo: Repo, tmp_path: Path) -> None:
@@ -191,12 +191,15 @@ def test_cached_only_answers_only_from_what_is_known(repo: Repo) -> None:
         days(facts, "a.txt", cached_only=True)
 
 
-def test_a_walk_after_an_early_stop_reads_the_whole_history(repo: Repo) -> None:
+def test_a_walk_after_an_early_stop_goes_on_from_where_it_stopped(repo: Repo) -> None:
+    """a.txt is found in the newest commit, b.txt in the one before: two walks, each commit read once."""
     facts, _ = facts_of(repo.root)
     assert days(facts, "a.txt") == [27]
-    assert not facts._walk_complete  # stopped once a.txt was found
+    history = facts._history
+    assert history is not None and not history.complete  # stopped once a.txt was found
+    assert history.commits_walked == 1
     assert days(facts, "b.txt") == [364]
-    assert facts._walk_complete
+    assert history.complete and history.commits_walked == 2
 
 
 def test_paths_outside_and_missing(repo: Repo, tmp_path: Path) -> None:

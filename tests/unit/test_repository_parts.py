@@ -17,14 +17,13 @@ import pytest
 from codescout_mcp.facts import repository
 from codescout_mcp.facts.git import Git, GitError
 from codescout_mcp.facts.gitfiles import BlockingFile, RepositoryError
+from codescout_mcp.facts.history import LOG_ARGUMENTS, _read, commits_of
 from codescout_mcp.facts.repository import (
     SECONDS_PER_DAY,
     FileFacts,
     Lookup,
     RepositoryFacts,
     _chunks,
-    _read_log,
-    log_entries,
     whole_days,
 )
 from codescout_mcp.platform import LINUX, WINDOWS, System, loose_key
@@ -62,24 +61,25 @@ def test_git_log_is_read_the_same_in_chunks_of_any_size(tmp_path: Path) -> None:
     r.write("\nlast", "1\n")
     r.write("\x01", "1\n")  # sorts before the newline: "\nlast" is not its commit's first name
     r.commit("2025-04-01T00:00:00Z", "\x01", "\nlast")
-    output = Git(r.root).run("log", "-z", "--format=%x00%ct %H", "--name-only", "HEAD", "--")[1]
-    ids = r.git("log", "--format=%H").split()
+    output = Git(r.root).run(*LOG_ARGUMENTS, "HEAD", "--")[1]
+    ids = [commit.encode() for commit in r.git("log", "--format=%H").split()]
     expected = [
-        (1743465600, ids[0].encode(), "\x01"),
-        (1743465600, ids[0].encode(), "\nlast"),
-        (1740787200, ids[1].encode(), "\nlead"),
-        (1740787200, ids[1].encode(), "b"),
-        (1735689600, ids[3].encode(), "a"),
+        (1743465600, ids[0], ids[1], ["\x01", "\nlast"]),
+        (1740787200, ids[1], ids[2], ["\nlead", "b"]),
+        (1738368000, ids[2], ids[3], []),  # a commit with no path is a commit all the same
+        (1735689600, ids[3], None, ["a"]),
     ]
     for size in (*range(1, 90), len(output)):
-        assert list(log_entries(Trickle(output, size), LINUX)) == expected, size
+        got = [(c.when, c.id, c.first_parent, c.names) for c in commits_of(Trickle(output, size), LINUX)]
+        assert got == expected, size
 
 
 def test_a_log_that_is_not_what_was_asked_for_is_one_error(tmp_path: Path) -> None:
-    entries = log_entries(Trickle(b"\0soon abc\0\nx\0", 100), LINUX)
-    with pytest.raises(GitError) as caught:
-        list(_read_log(entries, tmp_path / "a\nb"))
-    assert str(caught.value) == f"git log printed what codescout cannot read in {tmp_path}/a\\nb"
+    for output in (b"\0soon abc\0\nx\0", b"x\0", b"\0123 abc\0\nx"):
+        commits = commits_of(Trickle(output, 100), LINUX)
+        with pytest.raises(GitError) as caught:
+            list(_read(commits, tmp_path / "a\nb"))
+        assert str(caught.value) == f"git log printed what codescout cannot read in {tmp_path}/a\\nb"
 
 
 def test_whole_days_are_counted_down_and_the_future_is_today() -> None:

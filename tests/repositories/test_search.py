@@ -513,3 +513,18 @@ def test_a_search_matching_more_files_than_are_held_is_an_error(
         "the search matched more than 3 files (or 8 MiB of their names), more than codescout ranks at once; "
         "narrow it with path or glob"
     )
+
+
+def test_a_pattern_anchored_to_the_start_of_a_haystack_counts_each_line(tmp_path: Path) -> None:
+    """ripgrep's --count-matches reads a file as one haystack in parts: `\\Aab` on four lines that
+    start with ab counted 2 there; rg --json (the pipeline) counts it on each of the 4 lines."""
+    repo = Repo(tmp_path / "p")
+    repo.write("a.txt", "ab\nab\nab\nab\n")
+    repo.write("b.txt", "xab\nab\n")
+    repo.commit(ago(5), "a.txt", "b.txt")
+    for pattern in ("\\Aab", "(?-m:^)ab"):
+        (result,) = session(repo.root, [{"pattern": pattern}])
+        found = {entry["path"]: entry["matches"] for entry in result["structuredContent"]["results"]}
+        expected = by_hand(repo.root, {"pattern": pattern})
+        assert expected is not None
+        assert found == {entry["path"]: entry["matches"] for entry in expected["results"]} == {"a.txt": 4, "b.txt": 1}

@@ -120,6 +120,7 @@ def _parser(prog: str = "codescout") -> argparse.ArgumentParser:
         choices=["github", "gitlab"],
         help="read CODEOWNERS as GitHub or GitLab does (default: detected from the file's place and sections)",
     )
+    add_cache_option(hits_cmd)
     hits_cmd.set_defaults(run=_run_hits, parser=hits_cmd)
 
     search_cmd = commands.add_parser(
@@ -145,6 +146,7 @@ def _parser(prog: str = "codescout") -> argparse.ArgumentParser:
     search_cmd.add_argument(
         "--now", type=_timestamp, metavar="ISO8601", help="count days up to this moment instead of now (UTC if no zone)"
     )
+    add_cache_option(search_cmd)
     search_cmd.set_defaults(run=_run_search, parser=search_cmd)
     return parser
 
@@ -156,6 +158,14 @@ def add_input_limit(command: argparse.ArgumentParser) -> None:
         default=limits.MAX_INPUT_BYTES,
         metavar="N",
         help=f"largest input read; a larger one is an error (default {limits.in_words(limits.MAX_INPUT_BYTES)})",
+    )
+
+
+def add_cache_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the histories kept in the cache folder (docs/workspace.md); it only costs speed",
     )
 
 
@@ -173,6 +183,12 @@ def add_mcp_options(mcp_cmd: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="also offer rank_workspace_hits, which reads ages and owners from this checkout "
         f"(default: ${WORKSPACE_VARIABLE}, if set)",
+    )
+    add_cache_option(mcp_cmd)
+    mcp_cmd.add_argument(
+        "--no-warm",
+        action="store_true",
+        help="with --workspace, do not walk its history in the background at start (the first search then walks it)",
     )
     mcp_cmd.add_argument(
         "--log-level",
@@ -383,6 +399,7 @@ def _run_hits(args: argparse.Namespace) -> int:
     from codescout_mcp.cli_streams import end_children_on_signals, is_console
 
     end_children_on_signals()
+    _cache_choice(args)
     from codescout_mcp.facts.hits import HitsError, hits_arguments
 
     if args.source is None and 0 not in State.closed and is_console(0):
@@ -414,6 +431,7 @@ def _run_search(args: argparse.Namespace) -> int:
     from codescout_mcp.cli_streams import end_children_on_signals
 
     end_children_on_signals()
+    _cache_choice(args)
     from codescout_mcp.facts.git import GitError
     from codescout_mcp.facts.gitfiles import RepositoryError
     from codescout_mcp.facts.repository import Lookup
@@ -457,10 +475,14 @@ def _run_mcp(args: argparse.Namespace) -> int:
     workspace = _workspace(args)
 
     configure_logging(args.log_level)
+    _cache_choice(args)
+    warm = workspace is not None and not args.no_warm
     if args.transport == "stdio":
         from codescout_mcp.stdio import serve_stdio
 
-        return serve_stdio(max_message_bytes=args.max_message_bytes or limits.MAX_MESSAGE_BYTES, workspace=workspace)
+        return serve_stdio(
+            max_message_bytes=args.max_message_bytes or limits.MAX_MESSAGE_BYTES, workspace=workspace, warm=warm
+        )
 
     if args.tls_keyfile is not None and args.tls_certfile is None:
         args.parser.error("--tls-keyfile needs --tls-certfile (the certificate the key belongs to)")
@@ -474,7 +496,15 @@ def _run_mcp(args: argparse.Namespace) -> int:
         forwarded_allow_ips=tuple(args.forwarded_allow_ip or ()),
         log_level=args.log_level,
     )
-    return serve_http(settings, workspace=workspace)
+    return serve_http(settings, workspace=workspace, warm=warm)
+
+
+def _cache_choice(args: argparse.Namespace) -> None:
+    """--no-cache: this process reads and writes no cached history."""
+    if args.no_cache:
+        from codescout_mcp.facts import cache
+
+        cache.disable()
 
 
 def _workspace(args: argparse.Namespace) -> str | None:

@@ -45,14 +45,17 @@ class RankTool:
             return words.tool_error(str(error))
 
 
-def tools(workspace: str | None = None) -> list[Tool]:
-    """The tools a server offers: the ranking, and with a workspace the tools that read it."""
+def tools(workspace: str | None = None, *, warm: bool = False) -> list[Tool]:
+    """The tools a server offers: the ranking, and with a workspace the tools that read it (`warm`:
+    its history walked in the background from now on, for the first search)."""
     found: list[Tool] = [RankTool()]
     if workspace is not None:
         from codescout_mcp.search import SearchTool
         from codescout_mcp.workspace import Workspace, WorkspaceTool
 
         shared = Workspace(workspace)  # what one tool reads of the checkout, the other need not read again
+        if warm:
+            shared.warm()
         found += [WorkspaceTool(shared), SearchTool(shared)]
     return found
 
@@ -61,9 +64,9 @@ class Offer:
     """What one server offers, made once and shared by the door and the SDK's `Server`: its
     tools (one `Workspace` behind those that read the checkout) and the instructions naming them."""
 
-    def __init__(self, workspace: str | None = None) -> None:
+    def __init__(self, workspace: str | None = None, *, warm: bool = False) -> None:
         self.workspace = workspace
-        self.tools = tools(workspace)
+        self.tools = tools(workspace, warm=warm)
         self.instructions = instructions(workspace=workspace is not None)
 
     def door(self, *, enabled: bool = True) -> Door:

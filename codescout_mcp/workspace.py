@@ -22,6 +22,7 @@ import errno
 import logging
 import os
 import stat
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -46,7 +47,7 @@ from codescout_mcp.paths import (
     same_folder_inside,
 )
 from codescout_mcp.platform import name_problem
-from codescout_mcp.processes import call_seconds, take_lock
+from codescout_mcp.processes import Cancelled, Stop, call_seconds, current_stop, take_lock, working_for
 from codescout_mcp.protocol import CALL_SECONDS
 from codescout_mcp.ranking import rank, ranked
 from codescout_mcp.text import quoted, shown
@@ -55,6 +56,8 @@ from codescout_mcp.validate import Checker, InvalidArguments
 logger = logging.getLogger("codescout")
 
 CHECKER: Final = Checker(WORKSPACE_INPUT_SCHEMA)
+# The commits the background walk reads at a time, the workspace taken (about 0.1-0.2 s of git).
+WARM_COMMITS: Final = 5_000
 # A call of more paths than this goes to a worker thread at once; fewer are answered on the
 # event loop when everything they need is known already (a few stat calls a path).
 INLINE_HITS: Final = 1_000
@@ -74,6 +77,8 @@ class Workspace:
         self._git_entries: tuple[bool, ...] = ()  # which folders around the root had a .git when opened
         self._identity: tuple[int, int] | None = None  # the root folder's (device, inode) when opened
         self._warned: set[str] = set()
+        self._waiting = 0  # calls waiting for the workspace
+        self._warm_stop: Stop | None = None  # the background walk's, while it holds the workspace
 
     @contextlib.contextmanager
     def turn(self, lookup: Lookup) -> Iterator[Checkout]:
@@ -83,7 +88,15 @@ class Workspace:
         if lookup.cached_only:
             taken = self._lock.acquire(blocking=False)
         else:
-            taken = take_lock(self._lock, lookup.seconds_left(self.root))  # (Cancelled if the call is)
+            warming = self._warm_stop
+            calling = warming is None or current_stop() is not warming  # (not the background walk itself)
+            self._waiting += calling  # (the background walk gives way while a call waits)
+            if warming is not None and calling:
+                warming.cancel()  # the background walk's piece ends (what it read is kept)
+            try:
+                taken = take_lock(self._lock, lookup.seconds_left(self.root))  # (Cancelled if the call is)
+            finally:
+                self._waiting -= calling
         if not taken:
             if lookup.cached_only:
                 raise NeedsWork
@@ -97,6 +110,47 @@ class Workspace:
             yield checkout
         finally:
             self._lock.release()
+
+    def warm(self) -> threading.Thread:
+        """Walk the workspace's history in the background, so that the first search need not: a
+        piece at a time (WARM_COMMITS commits, the workspace taken for each and given back), at a
+        lower priority, and never while a call waits for the workspace. A call that comes first
+        uses what is walked and walks on from there itself; each commit is read once either way."""
+        thread = threading.Thread(target=self._warm, daemon=True, name="codescout-warm")
+        thread.start()
+        return thread
+
+    def _warm(self) -> None:
+        _lower_this_threads_priority()
+        while True:
+            while self._waiting:
+                time.sleep(0.05)
+            stop = Stop()
+            lookup = Lookup(time.time(), seconds=CALL_SECONDS)
+            try:
+                with working_for(stop), self._turn_to_warm(stop, lookup) as checkout:
+                    main = checkout.main
+                    if main is None or not main.in_git or main.warm(lookup, WARM_COMMITS):
+                        return
+            except Cancelled:  # a call came: it goes first, and the walk goes on after it
+                continue
+            except Exception as error:  # (a call will meet and say whatever this is)
+                logger.debug("the background walk of %s stopped: %s", self.root, error)
+                return
+            time.sleep(0)  # a call that came meanwhile may take the workspace first
+
+    @contextlib.contextmanager
+    def _turn_to_warm(self, stop: Stop, lookup: Lookup) -> Iterator[Checkout]:
+        """A turn for the background walk, which a call that comes to wait cancels (`turn`), from
+        before it is taken (the git that opening the checkout runs included)."""
+        self._warm_stop = stop
+        try:
+            if self._waiting:
+                stop.cancel()
+            with self.turn(lookup) as checkout:
+                yield checkout
+        finally:
+            self._warm_stop = None
 
     def _check_root(self) -> None:
         """RepositoryError if the workspace's folder is gone (deleted or moved while the server runs),
@@ -135,8 +189,16 @@ class Workspace:
         if self._checkout is None or entries != self._git_entries:
             if lookup.cached_only:
                 raise NeedsWork
+            from codescout_mcp.facts.cache import user_cache
+
             self._checkout = Checkout.open(
-                None, cwd=self.root, warn=self.warn, isolated=True, strict=True, seconds=lookup.seconds_left(self.root)
+                None,
+                cwd=self.root,
+                warn=self.warn,
+                isolated=True,
+                strict=True,
+                seconds=lookup.seconds_left(self.root),
+                cache=user_cache(),
             )
             self._git_entries = entries
         return self._checkout
@@ -260,6 +322,14 @@ class Refusals:
         elif self.unlisted:
             lines.append(f"... and {self.unlisted} more bad paths not listed, the first of them {self.first_unlisted}")
         raise InvalidArguments(first.location, "\n".join(lines))
+
+
+def _lower_this_threads_priority() -> None:
+    """Run this thread (and the gits it starts, which inherit it) at a lower priority, where the
+    system allows one thread's to be set (Linux)."""
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
 
 
 class CallPaths:

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.git import GitError, GitMissing, NotARepository
@@ -28,6 +28,9 @@ from codescout_mcp.facts.repository import (
 from codescout_mcp.paths import changed_ns, folder_identity, located, relative_inside, relative_to, same_folder_inside
 from codescout_mcp.platform import CURRENT, System
 from codescout_mcp.text import shown
+
+if TYPE_CHECKING:
+    from codescout_mcp.facts.cache import HistoryCache
 
 
 class Checkout:
@@ -51,10 +54,12 @@ class Checkout:
         warn: Warn,
         isolated: bool,
         strict: bool,
+        cache: HistoryCache | None = None,
         system: System = CURRENT,
     ) -> None:
         self.base = base
         self.main = main
+        self.cache = cache  # where the repositories met keep their walked histories (None: nowhere)
         self.dialect = codeowners
         self.warn = warn
         self.isolated = isolated
@@ -87,6 +92,7 @@ class Checkout:
         isolated: bool = False,
         strict: bool = False,
         seconds: float | None = None,
+        cache: HistoryCache | None = None,
     ) -> Checkout:
         """The checkout at --repo (which must be a git work tree), else the one around `cwd`.
 
@@ -104,7 +110,7 @@ class Checkout:
             raise RepositoryError(f"{named}: no such directory")
         try:
             main = RepositoryFacts.open(
-                where, codeowners=codeowners, warn=warn, isolated=isolated, named=named, seconds=seconds
+                where, codeowners=codeowners, warn=warn, isolated=isolated, named=named, seconds=seconds, cache=cache
             )
         except NotARepository:
             if repo is not None:
@@ -115,14 +121,20 @@ class Checkout:
                 raise RepositoryError("git is not installed, and --repo needs it") from None
             warn("git is not installed; ages come from file modification times and there are no owners")
             return cls(
-                Path(os.path.realpath(cwd)), None, codeowners=codeowners, warn=warn, isolated=isolated, strict=strict
+                Path(os.path.realpath(cwd)),
+                None,
+                codeowners=codeowners,
+                warn=warn,
+                isolated=isolated,
+                strict=strict,
+                cache=cache,
             )
         except GitError as error:
             if repo is not None or strict:
                 raise RepositoryError(str(error)) from None
             main = None  # said when a file in it is asked about (the folder's .git is met then)
         base = main.base if main is not None else Path(os.path.realpath(cwd))
-        return cls(base, main, codeowners=codeowners, warn=warn, isolated=isolated, strict=strict)
+        return cls(base, main, codeowners=codeowners, warn=warn, isolated=isolated, strict=strict, cache=cache)
 
     # -- where a path is
 
@@ -283,7 +295,7 @@ class Checkout:
         seconds = lookup.seconds_left(Path(folder))
         try:
             facts = RepositoryFacts.open(
-                Path(folder), codeowners=self.dialect, warn=self.warn, isolated=True, seconds=seconds
+                Path(folder), codeowners=self.dialect, warn=self.warn, isolated=True, seconds=seconds, cache=self.cache
             )
         except BlockingFile as error:
             if self.strict:

@@ -35,12 +35,15 @@ if TYPE_CHECKING:
 class NeedsWork(Exception):
     """Raised by a lookup with `cached_only` when the answer needs git or a file read first."""
 
+
 # The git log every walk reads: each first-parent commit's time, id and parents, and the paths it
 # changed against its first parent (a merge: what it brought in), never renamed, never filtered.
 LOG_ARGUMENTS: Final = (
     *("log", "--first-parent", "--diff-merges=first-parent", "--no-renames", "--no-ext-diff", "--no-textconv"),
     *("-z", "--format=%x00%ct %H %P", "--name-only"),
 )
+# How often, at most, a walk that goes on in steps (a server's, in the background) is written again.
+SAVE_SECONDS: Final = 5.0
 
 
 class Commit:
@@ -122,19 +125,23 @@ class History:
         self._next: bytes | None = head  # the commit the next walk starts at
         self._cached: Snapshot | None = None  # a walk read from the cache, for older commits
         self._looked_in_cache = cache is None
+        self._saved_at: float | None = None  # (time.monotonic())
         self.commits_walked = 0  # (for the figures of bench/history.py)
 
     # -- questions
 
     def times_of(self, names: Iterable[str], lookup: Lookup) -> dict[str, int]:
         """The commit time of each of `names` that the history holds, walking as far as they need."""
+        names = list(names)
         wanted = {name for name in names if name not in self.times}
-        if wanted and not self.complete:
+        while wanted and not self.complete:
             if lookup.cached_only:
                 raise NeedsWork
-            self._read_cache()
-            if not self.complete:
+            if not self._looked_in_cache:
+                self._read_cache()
+            else:
                 self.walk(lookup, wanted=wanted)
+            wanted = {name for name in wanted if name not in self.times}
         return {name: self.times[name] for name in names if name in self.times}
 
     def step(self, lookup: Lookup, commits: int) -> bool:
@@ -149,28 +156,32 @@ class History:
 
     def walk(self, lookup: Lookup, *, wanted: set[str] | None = None, commits: int | None = None) -> None:
         """Walk from where the last walk stopped: until every path in `wanted` is found, `commits`
-        commits are read, or the history ends (or, when a cached walk is to be caught up with, its commit)."""
+        commits are read, or the history ends, or (when a cached walk waits to be caught up with)
+        until the walk meets that walk's commit, whose history is then the cached walk's."""
         assert self._next is not None and not self.complete
         remaining = set(wanted) if wanted is not None else None
         read = 0
         stop_at = self._cached.commit if self._cached is not None else None
         args = (*LOG_ARGUMENTS, self._next.decode("ascii"), "--")
-        with self.git.stream(*args, seconds=lookup.seconds_left(self.base)) as out:
-            for commit in _read(commits_of(out, self.system), self.base):
-                if commit.id == stop_at:
-                    self._take_cached()
-                    return
-                self._record(commit, remaining)
-                read += 1
-                self._next = commit.first_parent
-                if self._next is None:  # the root: (a shallow clone's boundary has no parent either)
-                    break
-                if (remaining is not None and not remaining) or (commits is not None and read >= commits):
-                    return  # (closing the stream ends git)
-        self._next = None
-        self.complete = True
-        self._cached = None
-        self._save()
+        try:
+            with self.git.stream(*args, seconds=lookup.seconds_left(self.base)) as out:
+                for commit in _read(commits_of(out, self.system), self.base):
+                    if commit.id == stop_at:
+                        self._take_cached()
+                        return
+                    self._record(commit, remaining)
+                    read += 1
+                    self._next = commit.first_parent
+                    if self._next is None:  # the root (a shallow clone's boundary has no parent either)
+                        break
+                    if (remaining is not None and not remaining) or (commits is not None and read >= commits):
+                        return  # (closing the stream ends git)
+            self._next = None
+            self.complete = True
+            self._cached = None  # (its commit was not on the line walked: the whole history is here)
+        finally:
+            if read:
+                self._save()
 
     def _record(self, commit: Commit, remaining: set[str] | None) -> None:
         self.commits_walked += 1
@@ -188,8 +199,8 @@ class History:
     # -- the cache
 
     def _read_cache(self) -> None:
-        """Take a walk written by an earlier process: whole when it was made at HEAD, else as the
-        older part of the history, which the next walk catches up with."""
+        """Take a walk written by an earlier process: at once when it was made behind HEAD, else as
+        the older part of the history, which the next walk catches up with (`_take_cached`)."""
         if self._looked_in_cache:
             return
         self._looked_in_cache = True
@@ -197,37 +208,44 @@ class History:
         snapshot = self.cache.load(self.key)
         if snapshot is None:
             return
+        self._cached = snapshot
         if snapshot.commit == self.head and not self.times:
-            self._cached = snapshot
             self._take_cached()
-        else:
-            self._cached = snapshot  # caught up with when a walk meets its commit
 
     def _take_cached(self) -> None:
-        """The walk has reached the cached walk's commit: the rest of the history is the cached walk."""
+        """The walk is at the cached walk's commit: what that walk found is the history from there
+        on, and the next walk goes on from where it stopped."""
         snapshot = self._cached
         assert snapshot is not None
+        self._cached = None
         times = self.times
         for name, when in snapshot.times.items():
             if name not in times:
                 times[name] = when
                 if name in snapshot.at_boundary:
                     self.at_boundary.add(name)
-        if snapshot.boundary_time is not None and self.boundary_time is None:
+        if self.boundary_time is None:
             self.boundary_time = snapshot.boundary_time
-        self._next = None
-        self.complete = True
-        self._cached = None
+        self._next = snapshot.next
+        self.complete = snapshot.next is None
         if snapshot.commit != self.head:
             self._save()
 
     def _save(self) -> None:
-        if self.cache is not None:
-            from codescout_mcp.facts.cache import Snapshot
+        """Write what is known for a later process: on the walk's first advance in this process, at
+        its end, and otherwise at most every SAVE_SECONDS (the whole walk is written each time)."""
+        if self.cache is None:
+            return
+        now = time.monotonic()
+        if not self.complete and self._saved_at is not None and now - self._saved_at < SAVE_SECONDS:
+            return
+        self._saved_at = now
+        from codescout_mcp.facts.cache import Snapshot
 
-            self.cache.save(
-                self.key, Snapshot(self.head, self.times, self.at_boundary, self.boundary_time, made=time.time())
-            )
+        snapshot = Snapshot(
+            self.head, self.times, self.at_boundary, self.boundary_time, next=self._next, made=time.time()
+        )
+        self.cache.save(self.key, snapshot)
 
 
 def _read(commits: Iterator[Commit], base: Path) -> Iterator[Commit]:

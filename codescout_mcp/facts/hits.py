@@ -51,7 +51,9 @@ def hits_arguments(
     """The rank tool's arguments for ripgrep's output in `data`; HitsError when there are none."""
     try:
         counts = read_match_counts(data, source)
-        checkout = Checkout.open(repo, codeowners=codeowners, warn=warn)
+        from codescout_mcp.facts.cache import user_cache
+
+        checkout = Checkout.open(repo, codeowners=codeowners, warn=warn, cache=user_cache())
         return build_arguments(counts, checkout=checkout, now=now, limit=limit)
     except (RipgrepError, RepositoryError, GitError) as error:
         raise HitsError(str(error)) from None

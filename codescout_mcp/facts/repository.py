@@ -518,6 +518,13 @@ class RepositoryFacts:
         check_for_git([self.base / ".gitattributes"])  # (info/attributes: with all of info/, at refresh)
         self._attributes_checked = self._index
 
+    def warm(self, lookup: Lookup, commits: int) -> bool:
+        """Walk on about `commits` commits of the history (the background walk); whether it is all walked."""
+        if not self.in_git:
+            return True
+        history = self._current_history(lookup)
+        return history is None or history.step(lookup, commits)
+
     def _current_history(self, lookup: Lookup) -> History | None:
         """The history behind HEAD's commit (None on a branch with no commit yet): the one kept,
         while HEAD names the same commit (an index change, a refresh, leaves it as it is)."""

@@ -42,9 +42,12 @@ from codescout_mcp.toolbox import Offer
 logger = logging.getLogger("codescout")
 
 
-def build_app(settings: HttpSettings, *, token: str | None = None, workspace: str | None = None) -> ASGIApp:
-    """The ASGI app serving the tool at /mcp behind the Guard."""
-    offer = Offer(workspace)
+def build_app(
+    settings: HttpSettings, *, token: str | None = None, workspace: str | None = None, warm: bool = False
+) -> ASGIApp:
+    """The ASGI app serving the tool at /mcp behind the Guard (`warm`: the workspace's history
+    walked in the background from the start)."""
+    offer = Offer(workspace, warm=warm)
     server = build_server(offer=offer)
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=ENDPOINT,
@@ -73,7 +76,7 @@ def _without_body_copies(server: Server[Any]) -> None:
         logger.warning("the MCP SDK's streamable HTTP app changed shape; request bodies are copied twice more")
 
 
-def serve_http(settings: HttpSettings, *, workspace: str | None = None) -> int:
+def serve_http(settings: HttpSettings, *, workspace: str | None = None, warm: bool = False) -> int:
     """Serve streamable HTTP until SIGTERM or Ctrl-C; the exit status (ConfigurationError for a setting
     it cannot start with)."""
     check_limits(settings)
@@ -85,7 +88,7 @@ def serve_http(settings: HttpSettings, *, workspace: str | None = None) -> int:
             f"codescout: warning: listening on {settings.host} with no --allow-host: only requests whose Host "
             "header is a loopback name will be served; add --allow-host NAME:PORT for the name clients use\n"
         )
-    app = build_app(settings, token=token, workspace=workspace)
+    app = build_app(settings, token=token, workspace=workspace, warm=warm)
     config = uvicorn.Config(
         app,
         http=protocol_for(settings.request_timeout, settings.write_timeout),

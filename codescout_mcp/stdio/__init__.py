@@ -59,6 +59,7 @@ def serve_stdio(
     workspace: str | None = None,
     leave: bool = True,
     early_answers: bool = True,
+    warm: bool = False,
 ) -> int:
     """Serve MCP on stdin/stdout until stdin ends, the client leaves, or a signal; exit status.
 
@@ -66,6 +67,7 @@ def serve_stdio(
     written (unbuffered) and the log is flushed, and tearing down the SDK's modules at
     interpreter exit would take about half a second more than a stop may. Without
     `early_answers`, the door is shut: the SDK answers everything (how the suite compares the two).
+    `warm`: the workspace's history is walked in the background from the start.
     """
     # The wire gets private descriptors; fd 0 and fd 1 then point at the null device and at
     # stderr, so nothing else in the process (a child such as git above all) reads the
@@ -78,7 +80,7 @@ def serve_stdio(
     stopper = Stopper()
     writer = Writer(wire_out, stopper)
     reader = Reader(wire_in, max_message_bytes)
-    offer = Offer(workspace)
+    offer = Offer(workspace, warm=warm)
     door = offer.door(enabled=early_answers)
     session = Session(sdk_ready=False)
     loader = Loader(offer)

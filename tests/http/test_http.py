@@ -603,7 +603,7 @@ def test_http_defaults_port_8000_and_its_limits(monkeypatch: pytest.MonkeyPatch)
 
     seen: list[transport.HttpSettings] = []
 
-    def serve_http(settings: transport.HttpSettings, workspace: str | None = None) -> int:
+    def serve_http(settings: transport.HttpSettings, workspace: str | None = None, warm: bool = False) -> int:
         seen.append(settings)
         return 0
 

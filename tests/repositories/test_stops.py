@@ -240,7 +240,7 @@ def server_waiting_on_git(repo: Repo, tmp_path: Path, *, hangup: object) -> tupl
     env, pids = sleepy_git(tmp_path)
     hup = signal.SIGHUP  # type: ignore[attr-defined, unused-ignore]  # POSIX-only module
     proc = subprocess.Popen(
-        [installed("codescout-mcp"), "--workspace", str(repo.root)],
+        [installed("codescout-mcp"), "--workspace", str(repo.root), "--no-warm"],
         env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -284,7 +284,7 @@ def test_the_server_ends_its_git_when_stdin_ends_and_nobody_reads(repo: Repo, tm
     """The client leaves (both pipes closed) while a call waits on git: the server leaves, and so does git."""
     env, pids = sleepy_git(tmp_path)
     proc = subprocess.Popen(
-        [installed("codescout-mcp"), "--workspace", str(repo.root)],
+        [installed("codescout-mcp"), "--workspace", str(repo.root), "--no-warm"],
         env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -400,7 +400,7 @@ def test_cancelled_calls_end_their_git_and_their_threads_and_the_session_goes_on
     answered for them, and the next call is answered. Through the door, and through the SDK's
     own handler (an odd shape the door leaves to it)."""
     env, pids = sleepy_git(tmp_path)
-    server = Stdio([installed("codescout-mcp"), "--workspace", str(repo.root)], env)
+    server = Stdio([installed("codescout-mcp"), "--workspace", str(repo.root), "--no-warm"], env)
     try:
         server.send(*OPENING, SDK_UP)
         server.answer("up")
@@ -568,7 +568,7 @@ def test_an_http_client_that_leaves_ends_its_call_and_its_slot_comes_back(
     and the one slot (--max-concurrent 1) serves the next request. A call the door answers, one
     of a shape it leaves to the SDK's handler, and a batch's."""
     env, pids = sleepy_git(tmp_path)
-    server = RunningServer("--workspace", str(repo.root), "--max-concurrent", "1", env=env)
+    server = RunningServer("--workspace", str(repo.root), "--no-warm", "--max-concurrent", "1", env=env)
     try:
         if sent != "a batch":
             shape = "sdk" if sent == "an odd call" else "door"

@@ -1,0 +1,280 @@
+"""The user's cache folder: walks of a repository's history, kept so that a new process need not walk again.
+
+Where: `CODESCOUT_CACHE_DIR` when it is set, else the platform's cache folder
+(`$XDG_CACHE_HOME/codescout`, or `~/.cache/codescout`, on Linux and the other POSIX systems;
+`~/Library/Caches/codescout` on macOS; `%LOCALAPPDATA%\\codescout\\Cache` on Windows), as pip and uv
+keep theirs. Each repository has one file under `history/`, named by a hash of its git folder
+and work tree, holding for each path the commit time of the last first-parent commit that
+changed it, as of one commit (docs/workspace.md says what that costs on disk).
+
+The cache is only ever a way to be faster: every doubt means it is not used (the history is
+walked instead), and deleting the folder loses nothing. So a folder that is a symbolic link,
+belongs to another user or can be written by others is not used; a file is opened without
+following a link, and read only if it is a regular file of the user's whose header, size and
+checksum agree; a file is written whole under another name, flushed to disk and renamed into
+place, so that a reader (another server, another `codescout search`) finds the old file or the
+new one, never a part of one, and two writers at once leave one of their files, both right.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import secrets
+import stat
+import sys
+from pathlib import Path
+from typing import Final
+
+logger = logging.getLogger("codescout")
+
+CACHE_VARIABLE: Final = "CODESCOUT_CACHE_DIR"
+MAGIC: Final = b"codescout history 1\n"
+# The largest file read back (a history of a million paths is about 60 MB).
+MAX_FILE_BYTES: Final = 512 << 20
+
+
+class Snapshot:
+    """A walk of the history behind `commit` (hex): each path's commit time, the paths dated by a
+    shallow clone's boundary, that boundary's time, and the commit the walk would go on from
+    (`next`; None: it reached the root); `made`: when it was written (POSIX seconds)."""
+
+    __slots__ = ("at_boundary", "boundary_time", "commit", "made", "next", "times")
+
+    def __init__(
+        self,
+        commit: bytes,
+        times: dict[str, int],
+        at_boundary: set[str],
+        boundary_time: int | None,
+        *,
+        next: bytes | None = None,
+        made: float = 0.0,
+    ) -> None:
+        self.commit = commit
+        self.times = times
+        self.at_boundary = at_boundary
+        self.boundary_time = boundary_time
+        self.next = next
+        self.made = made
+
+
+_ENABLED = True
+_USER_CACHE: list[HistoryCache | None] = []  # the process's one, once made
+
+
+def disable() -> None:
+    """No cache for this process (`--no-cache`): every history is walked anew."""
+    global _ENABLED
+    _ENABLED = False
+
+
+def user_cache() -> HistoryCache | None:
+    """The process's history cache in the user's cache folder (made once), or None: disabled,
+    or no folder that is safe to use."""
+    if not _ENABLED:
+        return None
+    if not _USER_CACHE:
+        _USER_CACHE.append(HistoryCache.for_user())
+    return _USER_CACHE[0]
+
+
+def cache_folder(environ: dict[str, str] | None = None, platform: str = sys.platform) -> Path | None:
+    """Where codescout keeps its cache: CODESCOUT_CACHE_DIR, else the platform's cache folder."""
+    env = os.environ if environ is None else environ
+    named = env.get(CACHE_VARIABLE)
+    if named:
+        return Path(named)
+    home = env.get("HOME") or env.get("USERPROFILE")
+    if platform == "win32":
+        local = env.get("LOCALAPPDATA")
+        return Path(local) / "codescout" / "Cache" if local else None
+    if platform == "darwin":
+        return Path(home) / "Library" / "Caches" / "codescout" if home else None
+    xdg = env.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "codescout"
+    return Path(home) / ".cache" / "codescout" if home else None
+
+
+def _folder_problem(path: Path) -> str | None:
+    """Why `path` (a folder that exists) must not hold the cache; None when it may."""
+    try:
+        status = os.lstat(path)
+    except OSError as error:
+        return f"cannot be read ({error.strerror})"
+    if stat.S_ISLNK(status.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(status.st_mode):
+        return "is not a folder"
+    if hasattr(os, "getuid"):  # (Windows keeps a user's folders to the user by their ACLs)
+        if status.st_uid != os.getuid():
+            return "belongs to another user"
+        if status.st_mode & 0o022:
+            return "can be written by other users"
+    return None
+
+
+class HistoryCache:
+    """The `history/` folder of the cache: one walk per repository (see the module docstring)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._said: set[str] = set()
+
+    @classmethod
+    def for_user(cls, folder: Path | None = None) -> HistoryCache | None:
+        """The cache in the user's folder (made if missing), or None, said once in the log, where
+        there is none or it is not safe to use."""
+        root = folder if folder is not None else cache_folder()
+        if root is None:
+            return None
+        history = root / "history"
+        try:
+            for path in (root, history):
+                if not os.path.lexists(path):
+                    os.makedirs(path, mode=0o700, exist_ok=True)
+        except OSError as error:
+            logger.info("the cache folder %s cannot be made (%s); histories are walked anew", root, error.strerror)
+            return None
+        for path in (root, history):
+            problem = _folder_problem(path)
+            if problem is not None:
+                logger.warning("the cache folder %s %s; it is not used, and histories are walked anew", path, problem)
+                return None
+        return cls(history)
+
+    def path_for(self, key: dict[str, str]) -> Path:
+        """The file of the repository `key` names (its git folder and work tree)."""
+        name = hashlib.sha256(f"{key.get('git_dir', '')}\0{key.get('base', '')}".encode(errors="surrogatepass"))
+        return self.folder / name.hexdigest()[:40]
+
+    def load(self, key: dict[str, str]) -> Snapshot | None:
+        """The walk written for `key`, if there is one that reads whole and was made for it; else None."""
+        path = self.path_for(key)
+        try:
+            data = _read_own_file(path)
+        except OSError:
+            return None
+        if data is None:
+            return None
+        try:
+            return _parse(data, key)
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            self._say(f"the cached history {path} does not read as written; the history is walked anew")
+            return None
+
+    def save(self, key: dict[str, str], snapshot: Snapshot) -> None:
+        """Write `snapshot` for `key`, whole or not at all (a failure is said once, and costs only speed)."""
+        path = self.path_for(key)
+        data = _written(snapshot, key)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+        try:
+            fd = os.open(temporary, flags, 0o600)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temporary, path)
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            self._say(f"cannot write the cached history {path} ({error.strerror}); it is walked anew next time")
+
+    def _say(self, message: str) -> None:
+        if message not in self._said:
+            self._said.add(message)
+            logger.info("%s", message)
+
+
+def _read_own_file(path: Path) -> bytes | None:
+    """The bytes of the user's own regular file at `path`, opened without following a link; None
+    for anything else (a link, another user's file, a FIFO, one too large)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_FILE_BYTES:
+            return None
+        if hasattr(os, "getuid") and status.st_uid != os.getuid():
+            return None
+        chunks = []
+        size = 0
+        while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if size > MAX_FILE_BYTES:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _written(snapshot: Snapshot, key: dict[str, str]) -> bytes:
+    """The file for `snapshot`: the magic line, a JSON header (what it was made for, its size and
+    checksum), then for each path `time flag NUL path NUL` (flag 1: dated by a shallow boundary)."""
+    at_boundary = snapshot.at_boundary
+    body = b"".join(
+        b"%d %d\0%s\0" % (when, name in at_boundary, name.encode("utf-8", "surrogatepass"))
+        for name, when in snapshot.times.items()
+    )
+    header = {
+        **key,
+        "commit": snapshot.commit.decode("ascii"),
+        "next": snapshot.next.decode("ascii") if snapshot.next is not None else None,
+        "boundary_time": snapshot.boundary_time,
+        "made": snapshot.made,
+        "paths": len(snapshot.times),
+        "size": len(body),
+        "sha256": hashlib.sha256(body).hexdigest(),
+    }
+    return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body
+
+
+def _parse(data: bytes, key: dict[str, str]) -> Snapshot | None:
+    """The snapshot in `data`, if it was made for `key`; ValueError (and the like) if it does not read."""
+    if not data.startswith(MAGIC):
+        raise ValueError("not a history file")
+    header_end = data.index(b"\n", len(MAGIC))
+    header = json.loads(data[len(MAGIC) : header_end])
+    if any(header.get(name) != value for name, value in key.items()):
+        return None  # another repository's, or another state of its grafts or shallow boundary
+    body = memoryview(data)[header_end + 1 :]
+    if len(body) != header["size"] or hashlib.sha256(body).hexdigest() != header["sha256"]:
+        raise ValueError("its size or checksum does not agree")
+    fields = bytes(body).split(b"\0")
+    if fields.pop() != b"" or len(fields) != 2 * header["paths"]:
+        raise ValueError("its paths do not agree with its header")
+    times: dict[str, int] = {}
+    at_boundary: set[str] = set()
+    for index in range(0, len(fields), 2):
+        stamp, _, flag = fields[index].partition(b" ")
+        name = fields[index + 1].decode("utf-8", "surrogatepass")
+        times[name] = int(stamp)
+        if flag == b"1":
+            at_boundary.add(name)
+    commit, then = _commit_id(header["commit"]), header["next"]
+    boundary_time = header["boundary_time"]
+    if boundary_time is not None and not isinstance(boundary_time, int):
+        raise ValueError("a boundary time that is no number")
+    return Snapshot(
+        commit,
+        times,
+        at_boundary,
+        boundary_time,
+        next=None if then is None else _commit_id(then),
+        made=float(header.get("made", 0)),
+    )
+
+
+def _commit_id(value: object) -> bytes:
+    if not isinstance(value, str) or not value or not all(char in "0123456789abcdef" for char in value):
+        raise ValueError("no commit id")
+    return value.encode("ascii")

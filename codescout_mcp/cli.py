@@ -396,7 +396,7 @@ def _timestamp(text: str) -> float:
 
 
 def _run_hits(args: argparse.Namespace) -> int:
-    from codescout_mcp.cli_streams import end_children_on_signals, is_console
+    from codescout_mcp.cli_streams import ProgressOnTerminal, end_children_on_signals, is_console
 
     end_children_on_signals()
     _cache_choice(args)
@@ -407,15 +407,17 @@ def _run_hits(args: argparse.Namespace) -> int:
     name = args.source or "-"
     source = "stdin" if name == "-" else shown(name)
     try:
-        arguments = hits_arguments(
-            read_input(name, source, args.max_input_bytes),
-            source,
-            repo=args.repo,
-            codeowners=args.codeowners,
-            warn=lambda m: fail(f"warning: {m}"),
-            now=args.now,
-            limit=args.limit,
-        )
+        data = read_input(name, source, args.max_input_bytes)
+        with ProgressOnTerminal():
+            arguments = hits_arguments(
+                data,
+                source,
+                repo=args.repo,
+                codeowners=args.codeowners,
+                warn=lambda m: fail(f"warning: {m}"),
+                now=args.now,
+                limit=args.limit,
+            )
     except HitsError as error:
         raise CliError(str(error)) from None
     from codescout_mcp.rank_command import render_json
@@ -428,7 +430,7 @@ def _run_search(args: argparse.Namespace) -> int:
     """`codescout search`: the search tool's handler, run in process on the workspace named."""
     import time
 
-    from codescout_mcp.cli_streams import end_children_on_signals
+    from codescout_mcp.cli_streams import ProgressOnTerminal, end_children_on_signals
 
     end_children_on_signals()
     _cache_choice(args)
@@ -450,7 +452,8 @@ def _run_search(args: argparse.Namespace) -> int:
     tool = SearchTool(Workspace(folder, warn=lambda message: fail(f"warning: {message}")))
     lookup = Lookup(time.time() if args.now is None else args.now, seconds=tool.seconds)
     try:
-        answer, notes = tool.search(arguments, lookup)
+        with ProgressOnTerminal():
+            answer, notes = tool.search(arguments, lookup)
     except InvalidArguments as error:
         raise CliError(str(error)) from None
     except SearchError as error:

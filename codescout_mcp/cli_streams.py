@@ -63,6 +63,34 @@ def _end_children(*, leaving: bool = False) -> None:
         processes.end_all_children(leaving=leaving)
 
 
+class ProgressOnTerminal:
+    """While the block runs, work that takes more than a second says how far it is on stderr, in
+    one line written over itself, when stderr is a terminal (nothing otherwise); the line is
+    cleared at the end. (A class, not contextlib's: importing that would slow `rank`'s start.)"""
+
+    def __init__(self) -> None:
+        from codescout_mcp.processes import Stop, working_for
+
+        self.stop = Stop()
+        self.widest = 0
+        if 2 not in State.closed and is_console(2):
+            self.stop.on_progress = self._line
+        self._working = working_for(self.stop)
+
+    def _line(self, progress: float, message: str) -> None:
+        text = f"codescout: {message}"
+        write_all(2, f"\r{text}".encode("utf-8", "backslashreplace"))
+        self.widest = max(self.widest, len(text))
+
+    def __enter__(self) -> None:
+        self._working.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._working.__exit__(None, None, None)
+        if self.widest:
+            write_all(2, b"\r" + b" " * self.widest + b"\r")
+
+
 class CliError(Failure):
     """A runtime failure the user can act on: one line on stderr, exit status 1."""
 

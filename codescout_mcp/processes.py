@@ -100,6 +100,11 @@ class Cancelled(Exception):
     """The call this work is for was cancelled or abandoned: nobody will read its answer."""
 
 
+# A call that runs longer than this says how far it is, at most this often (`Stop.report`).
+PROGRESS_AFTER: Final = 1.0
+PROGRESS_EVERY: Final = 0.5
+
+
 class Stop:
     """One call's stop: cancelled or not, and the moment (time.monotonic()) by which it must end (None: no bound).
 
@@ -107,13 +112,29 @@ class Stop:
     they are reaped, so that `cancel`, from any thread, ends them.
     """
 
-    __slots__ = ("_cancelled", "_children", "_lock", "deadline")
+    __slots__ = ("_cancelled", "_children", "_lock", "_reported", "_started", "deadline", "on_progress")
 
     def __init__(self, *, deadline: float | None = None) -> None:
         self.deadline = deadline
         self._cancelled = threading.Event()
         self._lock = threading.Lock()
         self._children: set[subprocess.Popen[bytes]] = set()
+        # Where the call's progress goes (an MCP progress notification, a line on a terminal), if anywhere.
+        self.on_progress: Callable[[float, str], None] | None = None
+        self._started = time.monotonic()
+        self._reported = 0.0
+
+    def report(self, progress: float, message: str) -> None:
+        """Tell whoever waits on the call how far it is (`progress` grows with each report): not in
+        its first PROGRESS_AFTER seconds (a short call says nothing), then at most every PROGRESS_EVERY."""
+        sink = self.on_progress
+        if sink is None:
+            return
+        now = time.monotonic()
+        if now - self._started < PROGRESS_AFTER or now - self._reported < PROGRESS_EVERY:
+            return
+        self._reported = now
+        sink(progress, message)
 
     @property
     def cancelled(self) -> bool:
@@ -162,6 +183,13 @@ class Stop:
 
 
 _WORK = threading.local()
+
+
+def report_progress(progress: float, message: str) -> None:
+    """Tell whoever waits on the call this thread works for how far it is (`Stop.report`), if anyone."""
+    stop = current_stop()
+    if stop is not None:
+        stop.report(progress, message)
 
 
 def current_stop() -> Stop | None:

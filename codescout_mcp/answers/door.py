@@ -100,10 +100,17 @@ class Call:
     """A call of one of codescout's tools, answered by codescout; `deadline` (time.monotonic()) is
     its batch's, shared by every member, by when it must end (None: only the tool's own bound)."""
 
-    __slots__ = ("arguments", "heavy", "modern", "request_id", "stop", "tool")
+    __slots__ = ("arguments", "heavy", "modern", "progress_token", "request_id", "stop", "tool")
 
     def __init__(
-        self, tool: Tool, request_id: object, arguments: dict[str, Any], *, modern: bool, deadline: float | None = None
+        self,
+        tool: Tool,
+        request_id: object,
+        arguments: dict[str, Any],
+        *,
+        modern: bool,
+        deadline: float | None = None,
+        progress_token: str | int | None = None,
     ) -> None:
         self.tool = tool
         self.request_id = request_id
@@ -111,6 +118,18 @@ class Call:
         self.modern = modern
         self.heavy = tool.heavy(arguments)
         self.stop = Stop(deadline=deadline)
+        self.progress_token = progress_token  # the client's, for progress notifications (None: it wants none)
+
+    def report_to(self, send: Callable[[dict[str, Any]], None]) -> None:
+        """Send the call's progress, as MCP progress notifications, through `send` (when the client asked for it)."""
+        token = self.progress_token
+        if token is None:
+            return
+
+        def progress(done: float, message: str) -> None:
+            send(words.progress_notification(token, done, message))
+
+        self.stop.on_progress = progress
 
     def cancel(self) -> None:
         """Nobody will read its answer: the children it started are ended, and its work returns soon."""
@@ -182,7 +201,16 @@ class Door:
             if fits and ready and call_params(envelope.get("params"), self.tools, modern=modern):
                 params = envelope["params"]
                 tool = self.tools[params["name"]]
-                return Call(tool, envelope["id"], params.get("arguments", {}), modern=modern, deadline=deadline)
+                meta = params.get("_meta")
+                token = meta.get("progressToken") if isinstance(meta, dict) else None
+                return Call(
+                    tool,
+                    envelope["id"],
+                    params.get("arguments", {}),
+                    modern=modern,
+                    deadline=deadline,
+                    progress_token=token,
+                )
             return None  # (an odd call changes nothing the handshake depends on: early answers go on)
         if session.sdk_ready or not session.early:
             return None

@@ -112,3 +112,9 @@ BATCH_OUT_OF_TIME: Final = (
     "not run: the calls before it in its batch used up the batch's time (one deadline covers every "
     "call in a batch); send it again, alone or in a smaller batch"
 )
+
+
+def progress_notification(token: str | int, progress: float, message: str) -> dict[str, Any]:
+    """`notifications/progress` for the request whose progress token is `token`: how far it is, in words too."""
+    params = {"progressToken": token, "progress": progress, "message": message}
+    return {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from codescout_mcp.facts.git import Git, GitError
 from codescout_mcp.platform import CURRENT, System, decode_name
+from codescout_mcp.processes import report_progress
 from codescout_mcp.text import shown
 
 if TYPE_CHECKING:
@@ -42,6 +43,8 @@ LOG_ARGUMENTS: Final = (
     *("log", "--first-parent", "--diff-merges=first-parent", "--no-renames", "--no-ext-diff", "--no-textconv"),
     *("-z", "--format=%x00%ct %H %P", "--name-only"),
 )
+# How many commits a walk reads between two looks at whether it should say how far it is.
+PROGRESS_COMMITS: Final = 1_000
 # How often, at most, a walk that goes on in steps (a server's, in the background) is written again.
 SAVE_SECONDS: Final = 5.0
 
@@ -171,6 +174,8 @@ class History:
                         return
                     self._record(commit, remaining)
                     read += 1
+                    if read % PROGRESS_COMMITS == 0:
+                        report_progress(self.commits_walked, f"read {self.commits_walked:,} commits of git history")
                     self._next = commit.first_parent
                     if self._next is None:  # the root (a shallow clone's boundary has no parent either)
                         break

@@ -59,7 +59,12 @@ class EarlyCall:
         self._lock = threading.Lock()
         self._cancelled = False
         self._on_done: Callable[[], None] | None = None
+        call.report_to(self._notify)  # (its progress, when the client asked for it)
         threading.Thread(target=self._run, args=(call,), daemon=True, name="codescout-early-call").start()
+
+    def _notify(self, notification: dict[str, Any]) -> None:
+        if not self._cancelled and not self.writer.congested:
+            self.writer.send(encode(notification))
 
     def _run(self, call: Call) -> None:
         answer = call.run()

@@ -323,6 +323,7 @@ class _Relay:
         self._start_direct(next(self._ids), call, size, None)
 
     def _start_direct(self, internal: int, call: Call, size: int, batch: _Batch | None) -> None:
+        call.report_to(self._notify)  # (its progress, when the client asked for it)
         record = Pending(call.request_id, size, batch, None)
         record.direct = True
         record.stop = call.stop
@@ -342,6 +343,12 @@ class _Relay:
             self._send_batch(record.batch)
         else:
             self.writer.send(encode(reply))
+
+    def _notify(self, notification: dict[str, Any]) -> None:
+        """Send a notification (a call's progress: from the call's own thread) unless the client
+        stopped reading: a progress report is worth less than room for the answers."""
+        if not self.writer.congested:
+            self.writer.send(encode(notification))
 
     def _adopt(self, call: EarlyCall) -> None:
         """A call that began before the SDK was up: pending until its thread is done (cancelled or

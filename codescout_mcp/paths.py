@@ -314,9 +314,9 @@ class Pin:
 
 
 def _folder_flags() -> int:
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    names = ("O_DIRECTORY", "O_NOFOLLOW", "O_CLOEXEC", "O_PATH")  # (POSIX's; Windows opens no folder)
     # Linux opens a folder for its place alone (O_PATH), which needs no right to list it.
-    return flags | getattr(os, "O_PATH", 0)
+    return int(os.O_RDONLY | sum(int(getattr(os, name, 0)) for name in names))
 
 
 def pin(root: str, relative: str = "") -> Pin:
@@ -328,7 +328,7 @@ def pin(root: str, relative: str = "") -> Pin:
     if os.open not in os.supports_dir_fd or os.stat not in os.supports_dir_fd:
         return Pin(None, _steps_by_name(root, below))
     flags = _folder_flags()
-    fd = os.open(os.sep, flags & ~os.O_NOFOLLOW)
+    fd = os.open(os.sep, flags & ~int(getattr(os, "O_NOFOLLOW", 0)))
     kept: int | None = None
     steps = [_identity(os.fstat(fd))]
     try:

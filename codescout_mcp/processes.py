@@ -384,6 +384,8 @@ def _spawn(
 def _confined_start(confinement: Confinement, data_bytes: int) -> Callable[[], None]:
     """What a confined child does before exec: its memory bound, then the sandbox's rules
     (`sandbox.py`; Linux, where `preexec_fn` is the one way to act between fork and exec)."""
+    if sys.platform == "win32":  # (a confinement is Linux's alone)
+        raise OSError("no confinement on Windows")
     import resource
 
     setrlimit, data, limit = resource.setrlimit, resource.RLIMIT_DATA, (data_bytes, data_bytes)

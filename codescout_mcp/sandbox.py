@@ -150,6 +150,8 @@ def confine(*, read_beneath: Iterable[int | str], read_files: Iterable[str], run
 
 def _add(native: _Native, ruleset: int, where: int | str, rights: int) -> None:
     """Grant `rights` beneath `where` (a folder or a file; a descriptor or a path)."""
+    if sys.platform != "linux":  # (never called elsewhere: `confine` needs Landlock)
+        return
     opened = None
     if isinstance(where, str):
         try:

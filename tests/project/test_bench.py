@@ -67,7 +67,7 @@ def test_bench_smoke_measures_every_ratio() -> None:
         "hits: 200 files, 300 commits",
         "hits: 100 files, 50 merges",
     ]
-    assert all("git runs: config, rev-parse, config, ls-files, status, log" in line for line in hits_lines)
+    assert all("git runs: config, rev-parse, config, ls-files, status, rev-parse, log" in line for line in hits_lines)
 
 
 def test_workspace_bench_smoke_measures_both_ratios() -> None:

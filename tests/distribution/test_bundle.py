@@ -104,7 +104,7 @@ def test_the_bundle_holds_sources_and_no_environment(built: tuple[Path, Path]) -
     for name in names:
         assert not any(part in name for part in FORBIDDEN), name
     # Stored, not deflated (see bundle/build.py): the sources as they are, no environment.
-    assert bundle.stat().st_size < 500_000
+    assert bundle.stat().st_size < 700_000  # (the sources: 575 KB on 2026-12-06; a venv would be tens of MB)
 
 
 def test_the_manifest_says_what_the_server_does(built: tuple[Path, Path]) -> None:

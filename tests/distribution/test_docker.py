@@ -200,6 +200,29 @@ def test_rank_on_a_bad_mounted_file_is_one_line_and_status_1(image: str, tmp_pat
     )
 
 
+def test_a_search_in_a_read_only_container_needs_no_temporary_file(image: str, tmp_path: Path) -> None:
+    """`docker run --read-only`: no folder in the container can be written, /tmp and the cache
+    folder included; a search still answers (it once printed a traceback: its probe file)."""
+    repo = Repo(tmp_path / "project")
+    repo.write("src/a.py", "needle\n")
+    repo.commit(ago(3), "src/a.py")
+    if sys.platform == "win32":  # the module runs on Linux only; this is for the type checker
+        raise AssertionError("Linux only")
+    for folder, dirs, files in os.walk(repo.root):
+        for entry in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+            os.chmod(entry, 0o755 if os.path.isdir(entry) else 0o644)
+    done = docker(
+        *("run", "--rm", "--read-only", "-v", f"{repo.root}:/w:ro", image),
+        *("search", "needle", "--workspace", "/w"),
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    answer = json.loads(done.stdout)
+    assert [(entry["path"], entry["matches"], entry["last_modified_days"]) for entry in answer["results"]] == [
+        ("src/a.py", 1, 3)
+    ]
+
+
 # --- MCP over `docker run -i`, as the README configures it ----------------------------------------
 
 
@@ -257,7 +280,7 @@ def test_the_workspace_tool_reads_a_read_only_checkout_owned_by_another_uid(imag
     searched = run([codescout_exe(), "search", "[a-z]", "--limit", "3"], repo.root)
     assert searched.returncode == 0, searched.stderr
     expected_search = json.loads(searched.stdout)
-    assert expected_search["counts"]["hits"] == 4  # the four files (.github/, hidden, is not searched)
+    assert expected_search["counts"]["hits"] == 5  # the four files and .github/CODEOWNERS (hidden, searched)
     assert [(r["path"], r["last_modified_days"], r["owner"]) for r in expected["results"]] == [
         ("src/legacy/old.py", 300, "@org/everyone"),
         ("src/search/rank.py", 2, "@alice @bob"),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import select
 import shutil
 import subprocess
@@ -115,6 +114,8 @@ def test_the_command_line_shows_progress_on_a_terminal_and_clears_it(long_histor
     workspace, env = long_history
     if sys.platform == "win32":  # POSIX-only; for the type checker
         raise AssertionError("no pseudo-terminals on Windows")
+    import pty  # (POSIX's alone: not imported where the suite is collected as Windows would)
+
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
         [codescout_exe(), "search", "needle", "--no-cache", "--limit", "1"],

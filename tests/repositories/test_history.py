@@ -250,7 +250,7 @@ class RandomHistory:
         self.trees: dict[int, Tree] = {}  # each of main's commits (by mark): its tree
         self.line: list[int] = []  # main's first-parent line, oldest first
         self.gone: set[bytes] = set()  # names main deleted
-        self.clock = int(NOW_SECONDS) - 600 * DAY
+        self.clock = int(NOW_SECONDS) - 900 * DAY
         self.mark = 0
         self.stream = bytearray()
         self.marks = repo.root.parent / f"{repo.root.name}.marks"
@@ -329,7 +329,7 @@ class RandomHistory:
         return self.mark
 
     def _on_main(self, changes: dict[bytes, Entry | None], merged: int | None = None) -> None:
-        self.clock += self.rng.randint(3, 60) * 3600
+        self.clock += self.rng.randint(12, 150) * 3600
         parents = self.line[-1:] + ([merged] if merged is not None else [])
         mark = self._commit(b"main", parents, changes, self.clock)
         for name, entry in changes.items():
@@ -389,14 +389,18 @@ def test_generated_histories_cached_as_walked_at_each_head(tmp_path: Path, seed:
     history = RandomHistory(repo, seed, names_for(pool))
     cache, trace = tmp_path / "cache", tmp_path / "trace"
     for batch in range(4):
-        history.grow(history.rng.randint(30, 50) if batch == 0 else history.rng.randint(4, 40))
         # Every other time only some files are asked about: the walk stops early, and what it
-        # wrote is a walk that later ones go on from.
+        # wrote is a walk that the next run (after a few commits, which leave most files as
+        # they were) catches up with, and then goes on from, to date the others.
+        history.grow(history.rng.randint(30, 50) if batch == 0 else history.rng.randint(1, 6 if batch % 2 else 30))
         pattern = "needle" if batch % 2 else history.rng.choice(history.groups())
         assert hits(repo.root, cache, pattern=pattern) == walked(repo.root, pattern=pattern), (batch, pattern)
         _, snapshot = read_cache(only_file(cache))
         assert snapshot.commit == head_of(repo)
     truth = walked(repo.root)
+    # (One more run first: the last may have left part of its walk unwritten, which the test
+    # of a walk gone on from after catching up shows.)
+    assert hits(repo.root, cache) == truth
     assert hits(repo.root, cache, trace=trace) == truth
     assert git_logs(trace) == 0  # (answered from the cache file alone)
     assert len(set(days(truth).values())) >= 4, "ages too alike for a stale answer to show"
@@ -461,6 +465,42 @@ def test_a_cached_walk_is_caught_up_from_its_commit(template: Template, tmp_path
     assert caught_up == {name: 3 if name == "b.txt" else 1000 for name in caught_up}
     _, snapshot = read_cache(only_file(cache))
     assert snapshot.commit == head_of(repo)
+
+
+def test_a_walk_that_stopped_early_is_gone_on_from(template: Template, tmp_path: Path) -> None:
+    """A run asked about one file stops its walk there and writes what it read; the next run,
+    after a new commit and about every file, catches up with it and then walks on from where
+    it stopped: the walk's answer, and a cache file that now reaches the root."""
+    repo = copied(template, tmp_path / "repo")
+    cache = tmp_path / "cache"
+    assert hits(repo.root, cache, pattern="e.txt changed") == walked(repo.root, pattern="e.txt changed")
+    _, stopped = read_cache(only_file(cache))
+    assert stopped.next is not None
+    repo.write("c.txt", "needle c.txt newer\n")
+    repo.commit(stamp(2), "c.txt")
+    assert hits(repo.root, cache) == walked(repo.root)
+    _, whole = read_cache(only_file(cache))
+    assert (whole.commit, whole.next) == (head_of(repo), None)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="cache bug (speed only): History._save writes at most every SAVE_SECONDS; a run that catches up "
+    "with a cached walk saves once there, then walks on and stops early unsaved, so the next run at the "
+    "same HEAD walks those commits again",
+)
+def test_a_walk_gone_on_from_after_catching_up_is_written(template: Template, tmp_path: Path) -> None:
+    """A run that catches up with a walk that had stopped early, and then walks on (but not to
+    the root), writes what it read: the same question next time needs no `git log`."""
+    repo = copied(template, tmp_path / "repo")
+    cache, trace = tmp_path / "cache", tmp_path / "trace"
+    hits(repo.root, cache, pattern="e.txt changed")  # (stops at HEAD, which changed e.txt)
+    repo.write("c.txt", "needle c.txt newer\n")
+    repo.commit(stamp(2), "c.txt")
+    asked = "c.txt newer|d.txt changed"  # (d.txt: the commit before the old HEAD)
+    assert hits(repo.root, cache, pattern=asked) == walked(repo.root, pattern=asked)
+    assert hits(repo.root, cache, pattern=asked, trace=trace) == walked(repo.root, pattern=asked)
+    assert git_logs(trace) == 0
 
 
 # --- a history rewritten under the cache ---------------------------------------------------
@@ -541,13 +581,49 @@ def test_a_history_rewritten_under_the_cache(
     assert search(repo.root, cache) == walked_search(repo.root)
 
 
+def test_replacements_added_packed_and_deleted_under_the_cache(template: Template, tmp_path: Path) -> None:
+    """`git replace --graft` gives a commit another parent (the history git walks changes with
+    no new commit); then the replacement is packed (`git pack-refs`), then deleted: after each,
+    the cached answer is the walk's."""
+    repo = copied(template, tmp_path / "repo")
+    cache = tmp_path / "cache"
+    assert hits(repo.root, cache) == template.truth
+    skipped = repo.git("rev-parse", "HEAD~5").strip()  # (c.txt's first commit gets the root for parent)
+    seen = []
+    for step in (["replace", "--graft", skipped, "HEAD~7"], ["pack-refs", "--all"], ["replace", "-d", skipped]):
+        repo.git(*step)
+        truth = walked(repo.root)
+        assert hits(repo.root, cache) == truth, step
+        seen.append(truth)
+    assert seen[0] == seen[1] != seen[2] == template.truth
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="cache bug: the cache key notes whether refs/replace exists, not whether git uses it: with "
+    "core.useReplaceRefs=false (or GIT_NO_REPLACE_OBJECTS=1 for hits) the walk ignores the replacement, "
+    "but the file written with it still matches the key and is used: stale ages",
+)
+def test_replacements_switched_off_under_the_cache(template: Template, tmp_path: Path) -> None:
+    repo = copied(template, tmp_path / "repo")
+    cache = tmp_path / "cache"
+    repo.git("replace", "--graft", repo.git("rev-parse", "HEAD~5").strip(), "HEAD~7")
+    replaced = walked(repo.root)
+    assert hits(repo.root, cache) == replaced != template.truth
+    repo.git("config", "core.useReplaceRefs", "false")
+    assert walked(repo.root) == template.truth
+    assert hits(repo.root, cache) == template.truth
+
+
 # --- shallow clones ------------------------------------------------------------------------
 
 
-def test_a_shallow_clone_then_deepened_then_whole(tmp_path: Path) -> None:
+def test_a_shallow_clone_then_pulled_deepened_and_made_whole(tmp_path: Path) -> None:
     """A depth-3 clone: cached (cold, then from the cache) and walked agree, the shallow
-    boundary's note included; `git fetch --deepen=2` and then `--unshallow` change the answer
-    and the note, and the cached answer follows each time, never the cache written before."""
+    boundary's note included. A pull of a new commit keeps the boundary (the cache is caught up,
+    and what it says of the boundary's files still counts); `git fetch --deepen=2` and then
+    `--unshallow` change the answer and the note, and the cached answer follows each time,
+    never the cache written before."""
     upstream = Repo(tmp_path / "upstream")
     for n in range(6):
         upstream.write(f"f{n}.txt", f"needle {n}\n")
@@ -557,19 +633,28 @@ def test_a_shallow_clone_then_deepened_then_whole(tmp_path: Path) -> None:
         upstream.commit(stamp(100 - 20 * n), f"f{n}.txt")
     run(["git", "clone", "-q", "--depth", "3", upstream.root.as_uri(), "clone"], tmp_path).check_returncode()
     clone = Repo(tmp_path / "clone", init=False)
+    shallow = clone.root / ".git" / "shallow"
     cache = tmp_path / "cache"
-    seen: list[Answer] = []
-    for deepen in ([], ["--deepen=2"], ["--unshallow"]):
-        if deepen:
-            clone.git("fetch", "-q", *deepen, "origin")
+    seen: dict[str, Answer] = {}
+    for state in ("cloned", "pulled", "deepened", "whole"):
+        if state == "pulled":
+            boundary = shallow.read_bytes()
+            upstream.write("f2.txt", "needle 2 once more\n")
+            upstream.commit(stamp(10), "f2.txt")
+            clone.git("fetch", "-q", "origin")
+            clone.git("reset", "-q", "--hard", "origin/main")
+            assert shallow.read_bytes() == boundary
+        elif state != "cloned":
+            clone.git("fetch", "-q", "--deepen=2" if state == "deepened" else "--unshallow", "origin")
         truth = walked(clone.root)
-        assert hits(clone.root, cache) == truth, deepen
-        assert hits(clone.root, cache) == truth, deepen
-        seen.append(truth)
+        assert hits(clone.root, cache) == truth, state
+        assert hits(clone.root, cache) == truth, state
+        seen[state] = truth
     assert search(clone.root, cache) == walked_search(clone.root)
-    notes = [[line for line in answer.said if "shallow clone" in line] for answer in seen]
-    assert len(notes[0]) == len(notes[1]) == 1 and notes[0] != notes[1] and notes[2] == []
-    assert days(seen[0]) != days(seen[1]) != days(seen[2])
+    notes = {state: [line for line in answer.said if "shallow clone" in line] for state, answer in seen.items()}
+    assert len(notes["cloned"]) == len(notes["deepened"]) == 1 and notes["whole"] == []
+    assert notes["cloned"] == notes["pulled"] != notes["deepened"]
+    assert days(seen["cloned"]) != days(seen["deepened"]) != days(seen["whole"])
 
 
 # --- writers at once -----------------------------------------------------------------------

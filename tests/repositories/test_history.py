@@ -20,6 +20,7 @@ import random
 import re
 import shutil
 import subprocess
+from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -253,6 +254,8 @@ class RandomHistory:
         self.clock = int(NOW_SECONDS) - 900 * DAY
         self.mark = 0
         self.stream = bytearray()
+        self.made: Counter[str] = Counter()  # how many commits of each kind were made
+        self.written: set[bytes] = set()  # every name a commit wrote
         self.marks = repo.root.parent / f"{repo.root.name}.marks"
 
     def grow(self, commits: int) -> None:
@@ -291,23 +294,28 @@ class RandomHistory:
         )[0]
         present = sorted(tree)
         if (kind == "add" or not present) and free:
-            return {rng.choice(free): (b"100644", self._content())}
+            return self._made("add", {rng.choice(free): (b"100644", self._content())})
         if kind == "delete" and len(present) > 3:
-            return {rng.choice(present): None}
+            return self._made(kind, {rng.choice(present): None})
         if kind == "add back" and gone:
-            return {rng.choice(sorted(gone)): (b"100644", self._content())}
+            return self._made(kind, {rng.choice(sorted(gone)): (b"100644", self._content())})
         if kind == "rename" and free:
             old, new = rng.choice(present), rng.choice(free)
             mode, content = tree[old]
-            return {old: None, new: (mode, content if rng.random() < 0.7 else self._content())}
+            return self._made(kind, {old: None, new: (mode, content if rng.random() < 0.7 else self._content())})
         if kind == "mode":
             name = rng.choice(present)
             mode, content = tree[name]
-            return {name: (b"100755" if mode == b"100644" else b"100644", content)}
+            return self._made(kind, {name: (b"100755" if mode == b"100644" else b"100644", content)})
         if kind == "nothing":
-            return {}
+            return self._made(kind, {})
         chosen = rng.sample(present, min(len(present), rng.randint(1, 3)))
-        return {name: (tree[name][0], self._content()) for name in chosen}
+        return self._made("edit", {name: (tree[name][0], self._content()) for name in chosen})
+
+    def _made(self, kind: str, changes: dict[bytes, Entry | None]) -> dict[bytes, Entry | None]:
+        self.made[kind] += 1
+        self.written.update(name for name, entry in changes.items() if entry is not None)
+        return changes
 
     def _commit(self, branch: bytes, parents: list[int], changes: dict[bytes, Entry | None], when: int) -> int:
         self.mark += 1
@@ -361,7 +369,35 @@ class RandomHistory:
                 now = side.get(name)
                 if now != start.get(name) and now != self.tree.get(name) and (now is not None or name in self.tree):
                     brought[name] = now
+        self.made["merge"] += 1
+        self.made["merge of main's tip (--no-ff)"] += fork == self.line[-1]
+        self.made["merge bringing what main left alone"] += any(self.tree.get(n) == start.get(n) for n in brought)
+        self.made["merge bringing nothing"] += not brought
         self._on_main(brought, merged=tip)
+
+
+def utf8(name: bytes) -> bool:
+    try:
+        name.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+# What each generated history must hold at least one of.
+KINDS = [
+    "add",
+    "edit",
+    "delete",
+    "add back",
+    "rename",
+    "mode",
+    "nothing",
+    "merge",
+    "merge of main's tip (--no-ff)",
+    "merge bringing what main left alone",
+    "merge bringing nothing",
+]
 
 
 def names_for(pool: str) -> list[bytes]:
@@ -384,7 +420,8 @@ def names_for(pool: str) -> list[bytes]:
 def test_generated_histories_cached_as_walked_at_each_head(tmp_path: Path, seed: int, pool: str) -> None:
     """After each batch of new commits, the cached answer (catching up from the commit the
     cache was written at) is the walk's; at the last HEAD, a run from the cache alone (no
-    `git log` at all) too, and `codescout search` with the cache the same as without."""
+    `git log` at all) too, and `codescout search` with the cache the same as without. The
+    history must have held each kind of commit, and the names the pool is for."""
     repo = Repo(tmp_path / "generated")
     history = RandomHistory(repo, seed, names_for(pool))
     cache, trace = tmp_path / "cache", tmp_path / "trace"
@@ -397,6 +434,11 @@ def test_generated_histories_cached_as_walked_at_each_head(tmp_path: Path, seed:
         assert hits(repo.root, cache, pattern=pattern) == walked(repo.root, pattern=pattern), (batch, pattern)
         _, snapshot = read_cache(only_file(cache))
         assert snapshot.commit == head_of(repo)
+    assert all(history.made[kind] for kind in KINDS), history.made
+    if pool != "plain":
+        assert any(b"\n" in name for name in history.written)
+    if pool == "bytes":
+        assert any(not utf8(name) for name in history.written)
     truth = walked(repo.root)
     # (One more run first: the last may have left part of its walk unwritten, which the test
     # of a walk gone on from after catching up shows.)
@@ -648,7 +690,8 @@ def test_a_shallow_clone_then_pulled_deepened_and_made_whole(tmp_path: Path) -> 
             clone.git("fetch", "-q", "--deepen=2" if state == "deepened" else "--unshallow", "origin")
         truth = walked(clone.root)
         assert hits(clone.root, cache) == truth, state
-        assert hits(clone.root, cache) == truth, state
+        if state in ("cloned", "deepened"):  # (and from the cache file alone, its boundary's note too)
+            assert hits(clone.root, cache) == truth, state
         seen[state] = truth
     assert search(clone.root, cache) == walked_search(clone.root)
     notes = {state: [line for line in answer.said if "shallow clone" in line] for state, answer in seen.items()}

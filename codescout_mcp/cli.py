@@ -400,6 +400,7 @@ def _run_hits(args: argparse.Namespace) -> int:
 
     end_children_on_signals()
     _cache_choice(args)
+    _warnings_as_lines()
     from codescout_mcp.facts.hits import HitsError, hits_arguments
 
     if args.source is None and 0 not in State.closed and is_console(0):
@@ -434,6 +435,7 @@ def _run_search(args: argparse.Namespace) -> int:
 
     end_children_on_signals()
     _cache_choice(args)
+    _warnings_as_lines()
     from codescout_mcp.facts.git import GitError
     from codescout_mcp.facts.gitfiles import RepositoryError
     from codescout_mcp.facts.repository import Lookup
@@ -508,6 +510,21 @@ def _cache_choice(args: argparse.Namespace) -> None:
         from codescout_mcp.facts import cache
 
         cache.disable()
+
+
+def _warnings_as_lines() -> None:
+    """What `hits` and `search` log at warning level (a cache folder not used, ripgrep unconfined)
+    is said as their other warnings are: one line on stderr, `codescout: warning: ...`."""
+    import logging
+
+    class OneLine(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            fail(f"warning: {record.getMessage()}")
+
+    found = logging.getLogger("codescout")
+    found.addHandler(OneLine(logging.WARNING))
+    found.setLevel(logging.WARNING)
+    found.propagate = False
 
 
 def _workspace(args: argparse.Namespace) -> str | None:

@@ -133,14 +133,18 @@ class HistoryCache:
         if root is None:
             return None
         history = root / "history"
-        try:
-            for path in (root, history):
-                if not os.path.lexists(path):
-                    os.makedirs(path, mode=0o700, exist_ok=True)
-        except OSError as error:
-            logger.info("the cache folder %s cannot be made (%s); histories are walked anew", root, error.strerror)
-            return None
+        # Each folder is looked at before anything is made in it: nothing is made through a link,
+        # nor in a folder of another user's or one others can write to.
         for path in (root, history):
+            try:
+                if not os.path.lexists(path):
+                    if path == root:
+                        os.makedirs(path, mode=0o700, exist_ok=True)
+                    else:
+                        os.mkdir(path, 0o700)
+            except OSError as error:
+                logger.info("the cache folder %s cannot be made (%s); histories are walked anew", path, error.strerror)
+                return None
             problem = _folder_problem(path)
             if problem is not None:
                 logger.warning("the cache folder %s %s; it is not used, and histories are walked anew", path, problem)
@@ -163,7 +167,7 @@ class HistoryCache:
             return None
         try:
             return _parse(data, key)
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
             self._say(f"the cached history {path} does not read as written; the history is walked anew")
             return None
 
@@ -225,7 +229,7 @@ def _written(snapshot: Snapshot, key: dict[str, str]) -> bytes:
         b"%d %d\0%s\0" % (when, name in at_boundary, name.encode("utf-8", "surrogatepass"))
         for name, when in snapshot.times.items()
     )
-    header = {
+    header: dict[str, object] = {
         **key,
         "commit": snapshot.commit.decode("ascii"),
         "next": snapshot.next.decode("ascii") if snapshot.next is not None else None,
@@ -233,9 +237,17 @@ def _written(snapshot: Snapshot, key: dict[str, str]) -> bytes:
         "made": snapshot.made,
         "paths": len(snapshot.times),
         "size": len(body),
-        "sha256": hashlib.sha256(body).hexdigest(),
     }
+    header["sha256"] = _checksum(header, body)
     return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body
+
+
+def _checksum(header: dict[str, object], body: bytes | memoryview) -> str:
+    """The SHA-256 of the header (but its checksum) and the body: one changed byte anywhere shows."""
+    digest = hashlib.sha256(json.dumps({k: v for k, v in header.items() if k != "sha256"}, sort_keys=True).encode())
+    digest.update(b"\n")
+    digest.update(body)
+    return digest.hexdigest()
 
 
 def _parse(data: bytes, key: dict[str, str]) -> Snapshot | None:
@@ -244,11 +256,13 @@ def _parse(data: bytes, key: dict[str, str]) -> Snapshot | None:
         raise ValueError("not a history file")
     header_end = data.index(b"\n", len(MAGIC))
     header = json.loads(data[len(MAGIC) : header_end])
-    if any(header.get(name) != value for name, value in key.items()):
-        return None  # another repository's, or another state of its grafts or shallow boundary
+    if not isinstance(header, dict):
+        raise ValueError("a header that is no object")
     body = memoryview(data)[header_end + 1 :]
-    if len(body) != header["size"] or hashlib.sha256(body).hexdigest() != header["sha256"]:
+    if len(body) != header["size"] or _checksum(header, body) != header["sha256"]:
         raise ValueError("its size or checksum does not agree")
+    if any(header.get(name) != value for name, value in key.items()):
+        return None  # another repository's, or another state of its shallow boundary
     fields = bytes(body).split(b"\0")
     if fields.pop() != b"" or len(fields) != 2 * header["paths"]:
         raise ValueError("its paths do not agree with its header")

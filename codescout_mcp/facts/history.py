@@ -128,6 +128,7 @@ class History:
         self._next: bytes | None = head  # the commit the next walk starts at
         self._cached: Snapshot | None = None  # a walk read from the cache, for older commits
         self._looked_in_cache = cache is None
+        self._from_cache = False  # whether what is known came (in part) from the cache
         self._saved_at: float | None = None  # (time.monotonic())
         self.commits_walked = 0  # (for the figures of bench/history.py)
 
@@ -143,7 +144,7 @@ class History:
             if not self._looked_in_cache:
                 self._read_cache()
             else:
-                self.walk(lookup, wanted=wanted)
+                self._walk_or_start_again(lookup, wanted=wanted)
             wanted = {name for name in wanted if name not in self.times}
         return {name: self.times[name] for name in names if name in self.times}
 
@@ -152,8 +153,30 @@ class History:
         if not self.complete:
             self._read_cache()
         if not self.complete:
-            self.walk(lookup, commits=commits)
+            self._walk_or_start_again(lookup, commits=commits)
         return self.complete
+
+    def _walk_or_start_again(
+        self, lookup: Lookup, *, wanted: set[str] | None = None, commits: int | None = None
+    ) -> None:
+        """`walk`; where a walk taken from the cache cannot go on (git knows no such commit), all
+        that came from the cache is dropped and the history is walked from HEAD."""
+        try:
+            self.walk(lookup, wanted=wanted, commits=commits)
+        except GitError:
+            if not self._from_cache:
+                raise
+            self._start_again()
+            self.walk(lookup, wanted=wanted, commits=commits)
+
+    def _start_again(self) -> None:
+        self.times = {}
+        self.at_boundary = set()
+        self.boundary_time = None
+        self.complete = False
+        self._next = self.head
+        self._cached = None
+        self._from_cache = False
 
     # -- walking
 
@@ -186,7 +209,7 @@ class History:
             self._cached = None  # (its commit was not on the line walked: the whole history is here)
         finally:
             if read:
-                self._save()
+                self._save(now_or_later=commits is not None)
 
     def _record(self, commit: Commit, remaining: set[str] | None) -> None:
         self.commits_walked += 1
@@ -223,6 +246,7 @@ class History:
         snapshot = self._cached
         assert snapshot is not None
         self._cached = None
+        self._from_cache = True
         times = self.times
         for name, when in snapshot.times.items():
             if name not in times:
@@ -236,13 +260,14 @@ class History:
         if snapshot.commit != self.head:
             self._save()
 
-    def _save(self) -> None:
-        """Write what is known for a later process: on the walk's first advance in this process, at
-        its end, and otherwise at most every SAVE_SECONDS (the whole walk is written each time)."""
+    def _save(self, *, now_or_later: bool = False) -> None:
+        """Write what is known for a later process (the whole walk each time): after each walk a
+        call makes; for the background walk's pieces (`now_or_later`), at its first, at its end,
+        and otherwise at most every SAVE_SECONDS."""
         if self.cache is None:
             return
         now = time.monotonic()
-        if not self.complete and self._saved_at is not None and now - self._saved_at < SAVE_SECONDS:
+        if now_or_later and not self.complete and self._saved_at is not None and now - self._saved_at < SAVE_SECONDS:
             return
         self._saved_at = now
         from codescout_mcp.facts.cache import Snapshot

@@ -544,27 +544,48 @@ class RepositoryFacts:
         boundary, key = self._boundary_commits(), self._cache_key()
         kept = self._history
         if kept is None or (kept.head, kept.boundary, kept.key) != (head, boundary, key):
+            # Grafts and replacements change what history says, by settings and variables too: such a
+            # repository's history is walked each time, never kept (a rare thing; the answer is the walk).
+            cache = None if self._history_rewritten(lookup) else self.cache
             self._history = History(
-                self.git, self.base, head, boundary=boundary, cache=self.cache, key=key, system=self.system
+                self.git, self.base, head, boundary=boundary, cache=cache, key=key, system=self.system
             )
         return self._history
 
     def _cache_key(self) -> dict[str, str]:
         """What a cached walk must have been made for: this repository (its git folder and work
-        tree), its shallow boundary, its grafts and replacements (which change what history says)."""
+        tree) and its shallow boundary."""
         common = self.common_dir if self.common_dir is not None else self.base
         shallow = b""
         with contextlib.suppress(OSError):
             shallow = read_regular(str(common / "shallow"), 64 << 20) or b""
-        rewrites = [_signature(stat_for_git(common / "info" / "grafts"))]
-        replace = common / "refs" / "replace"
-        rewrites.append(_signature(stat_for_git(replace)))
-        return {
-            "git_dir": str(common),
-            "base": str(self.base),
-            "shallow": hashlib.sha256(shallow).hexdigest(),
-            "rewrites": repr(rewrites),
-        }
+        return {"git_dir": str(common), "base": str(self.base), "shallow": hashlib.sha256(shallow).hexdigest()}
+
+    def _history_rewritten(self, lookup: Lookup) -> bool:
+        """Whether the repository has grafts or replacement refs, which make git show another history:
+        read from its files (a loose ref under refs/replace/, one in packed-refs), and from git for
+        a repository that keeps its refs in reftables."""
+        assert self.git is not None
+        common = self.common_dir if self.common_dir is not None else self.base
+        if stat_for_git(common / "info" / "grafts") is not None:
+            return True
+        if os.path.isdir(common / "reftable"):
+            _, out, _ = self.git.run(
+                "for-each-ref",
+                "--count=1",
+                "--format=%(refname)",
+                "refs/replace/",
+                seconds=lookup.seconds_left(self.base),
+            )
+            return bool(out.strip())
+        with contextlib.suppress(OSError):
+            if any(os.scandir(common / "refs" / "replace")):
+                return True
+        try:
+            packed = read_regular(str(common / "packed-refs"), 256 << 20)
+        except OSError:
+            return False
+        return packed is None or b" refs/replace/" in packed  # (a file too large to read: taken as one)
 
     def _boundary_commits(self) -> frozenset[bytes]:
         """The commits a shallow clone ends at (from `shallow`, read as a regular file)."""

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import struct
 import sys
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from typing import Any, Final
+    from typing import Final
 
 # System call numbers: the same on every architecture Linux gave them to (they came after the
 # unified table), and the flags of <linux/landlock.h>.
@@ -69,12 +70,7 @@ class _Native:
         class RulesetAttr(ctypes.Structure):
             _fields_ = (("handled_access_fs", ctypes.c_uint64),)
 
-        class PathBeneathAttr(ctypes.Structure):
-            _pack_ = 1
-            _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
-
         self.RulesetAttr = RulesetAttr
-        self.PathBeneathAttr = PathBeneathAttr
 
 
 _NATIVE: _Native | None = None
@@ -164,8 +160,9 @@ def _add(native: _Native, ruleset: int, where: int | str, rights: int) -> None:
         if not _is_folder(fd):
             rights &= _FILE_RIGHTS
         ctypes = native.ctypes
-        attr: Any = native.PathBeneathAttr(allowed_access=rights, parent_fd=fd)
-        if native.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(attr), 0) != 0:
+        # struct landlock_path_beneath_attr is packed: a u64 then an s32, 12 bytes, no padding.
+        attr = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd), 12)
+        if native.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, attr, 0) != 0:
             raise OSError(ctypes.get_errno(), "cannot add a Landlock rule")
     finally:
         if opened is not None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.proxy_soak import CUT, soak
+from bench.proxy_soak import CLOSED, CUT, soak
 from tests.debian import apt_install
 from tests.helpers import EXAMPLE_RESULT, ROOT
 from tests.httpserver import CALL, RunningServer
@@ -343,7 +343,9 @@ def test_a_short_soak_survives_a_replica_killed_and_another_stopped(
     after_kill = set(result.failures_after(result.stop.killed_at, result.stop.stopped_at))
     after_stop = set(result.failures_after(result.stop.stopped_at))
     if proxy == "caddy":
-        assert after_kill | after_stop <= {"502", CUT}, result.report()
+        # The killed replica's call may also come back as a connection closed before an answer
+        # (seen once under Python 3.14 on a loaded machine): retryable, as proxies.md says.
+        assert (after_kill <= {"502", CUT, CLOSED}, after_stop <= {"502", CUT}) == (True, True), result.report()
     else:
         # A replica killed between writing its answer's headers and its body leaves that one
         # answer cut short: nothing can retry what the client has begun to read.

@@ -179,10 +179,14 @@ def test_a_search_whose_folder_changed_while_it_ran_is_refused(tmp_path: Path, m
     )
 
 
+@linux_only("Landlock")
 def test_searches_while_a_folder_is_swapped_with_a_link_never_count_outside(tmp_path: Path) -> None:
     """A thread swaps `sub` with a link to a folder outside and back, as fast as it can, while
     searches of the whole workspace and of `path: sub` run: no answer names or counts a file
-    outside, and every answer is a result or a tool error (never an internal error)."""
+    outside, and every answer is a result or a tool error (never an internal error). (Where
+    Landlock is missing, a swap made and undone while ripgrep walks is not seen: docs/platforms.md.)"""
+    if not sandbox.abi_version():
+        pytest.fail("this Linux has no Landlock: the search falls back to checking its folders after the run")
     outside = tmp_path / "outside"
     outside.mkdir()
     for number in range(20):

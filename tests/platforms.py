@@ -57,6 +57,21 @@ def root_only(reason: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(not AS_ROOT, reason=f"needs root: {reason}")
 
 
+def give_away(path: Path, uid: int) -> None:
+    """Make `uid` the owner of `path` (and its group `uid`); only POSIX systems have owners."""
+    if sys.platform == "win32":
+        pytest.fail("Windows has no POSIX owners to give a file to")
+    else:
+        os.chown(path, uid, uid)
+
+
+def this_user() -> int:
+    """The user id the suite runs as (-1 on Windows, which has none)."""
+    if sys.platform == "win32":
+        return -1
+    return os.getuid()
+
+
 # --- children that can be asked to stop -------------------------------------------------------
 
 

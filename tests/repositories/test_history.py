@@ -32,7 +32,16 @@ from codescout_mcp.facts.cache import MAGIC, Snapshot, _parse, _written
 from tests.gitrepo import DAY, NOW, NOW_SECONDS, Repo, env_for, rg_exe, run
 from tests.helpers import codescout_exe
 from tests.layouts import OTHER_UID
-from tests.platforms import AS_ROOT, BYTE_NAMES, CONTROL_NAMES, linux_only, posix_only, root_only
+from tests.platforms import (
+    AS_ROOT,
+    BYTE_NAMES,
+    CONTROL_NAMES,
+    give_away,
+    linux_only,
+    posix_only,
+    root_only,
+    this_user,
+)
 
 OWNERS = "folder and file owners and modes (os.chown, st_uid)"
 # What a run may say on stderr about a cache folder it will not use (one warning line).
@@ -839,10 +848,10 @@ def another_users_folder(folder: Path) -> Path:
     one of the system's folders owned by another user that this one cannot write."""
     if AS_ROOT:
         folder.mkdir()
-        os.chown(folder, OTHER_UID, OTHER_UID)
+        give_away(folder, OTHER_UID)
         return folder
     for candidate in ("/", "/usr", "/etc"):
-        if os.stat(candidate).st_uid != os.getuid() and not os.access(candidate, os.W_OK):
+        if os.stat(candidate).st_uid != this_user() and not os.access(candidate, os.W_OK):
             return Path(candidate)
     pytest.fail("no folder of another user that this user cannot write")
 
@@ -940,7 +949,7 @@ def test_an_unsafe_history_folder_is_neither_read_nor_written(template: Template
     else:
         os.replace(elsewhere / "history", cache / "history")
         if kind == "another user's":
-            os.chown(cache / "history", OTHER_UID, OTHER_UID)
+            give_away(cache / "history", OTHER_UID)
         else:
             (cache / "history").chmod(0o777)
     before = state_of(cache), state_of(elsewhere)
@@ -968,7 +977,7 @@ def test_a_cache_file_that_is_a_link_is_not_followed(template: Template, tmp_pat
 @posix_only(OWNERS)
 def test_a_cache_file_of_another_user_is_not_read(template: Template, tmp_path: Path) -> None:
     path = prepared(template, tmp_path / "cache")
-    os.chown(path, OTHER_UID, OTHER_UID)
+    give_away(path, OTHER_UID)
     assert hits(template.repo.root, tmp_path / "cache") == template.truth
 
 

@@ -446,10 +446,16 @@ def bench_http(clients: int, calls_per_client: int) -> bool:
     return True
 
 
-def make_history(root: Path, files: int, commits: int, seed: int = 11) -> list[str]:
-    """A git repository with `commits` commits over `files` files, written with fast-import."""
+def make_history(root: Path, files: int, commits: int, seed: int = 11, *, old: int = 0, fresh: int = 0) -> list[str]:
+    """A git repository with `commits` commits over `files` files, written with fast-import.
+
+    `old` of the files (under src/old/, each saying `# old`) change only in the first commits
+    (one in a thousand, at least 3); the files the last `fresh` commits write say `# fresh`.
+    """
     rnd = random.Random(seed)
-    names = [f"src/pkg_{i % 97:02d}/module_{i:05d}.py" for i in range(files)]
+    names = [f"src/pkg_{i % 97:02d}/module_{i:05d}.py" for i in range(files - old)]
+    olds = [f"src/old/module_{i:03d}.py" for i in range(old)]
+    early = max(3, commits // 1000) if old else 1  # the old files change only before this commit
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
     start = 1_700_000_000
     chunks: list[bytes] = []
@@ -462,14 +468,24 @@ def make_history(root: Path, files: int, commits: int, seed: int = 11) -> list[s
         header = f"commit refs/heads/main\ncommitter Bench <bench@example.com> {start + n * 600} +0000\n"
         # With no `from`, fast-import builds each commit on the branch's previous one.
         chunks.append(header.encode() + blob(f"commit {n}"))
-        touched = names if n == 0 else rnd.sample(names, rnd.randint(1, 3))
+        if n == 0:
+            touched = names + olds
+        elif n < early:
+            touched = [rnd.choice(olds), *rnd.sample(names, rnd.randint(0, 2))]
+        else:
+            touched = rnd.sample(names, rnd.randint(1, 3))
         for name in touched:
-            chunks.append(f"M 100644 inline {name}\n".encode() + blob(f"needle = {n}\n# {name}\n"))
+            text = f"needle = {n}\n# {name}\n"
+            if name.startswith("src/old/"):
+                text += "# old\n"
+            elif n >= commits - fresh:
+                text += "# fresh\n"
+            chunks.append(f"M 100644 inline {name}\n".encode() + blob(text))
     subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input=b"".join(chunks), check=True)
     subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard", "main"], check=True)
     (root / ".github").mkdir()
     (root / ".github" / "CODEOWNERS").write_text("* @org/all\n/src/pkg_1*/ @team-one\n*.md @docs\n")
-    return names
+    return names + olds
 
 
 def make_merge_history(root: Path, files: int, merges: int, seed: int = 13) -> list[str]:

@@ -84,6 +84,27 @@ def test_search_bench_smoke_measures_both_ratios() -> None:
     assert set(measured) == {"search: first call / pipeline by hand", "search: repeat call / pipeline by hand"}
 
 
+def test_history_bench_smoke_measures_every_case() -> None:
+    output = smoke("history.py")
+    measured = ratios(output)
+    assert set(measured) == {
+        f"history {case}: {search}{baseline}"
+        for case, baseline in (
+            ("cold", " / git log + start"),
+            ("warm", " / rg -c + start"),
+            ("after 100 commits", " / rg -c + start"),
+            ("server", ", first call / repeat"),
+        )
+        for search in ("recent files", "old file")
+    }
+    assert "first-parent commits 300 (git rev-list --count --first-parent HEAD); files tracked 50;" in output, output
+    assert "after 100 new commits: 400 first-parent commits; cold answers recent files changed" in output, output
+    # The old file's walk is kept: a new process on the same HEAD walks nothing, after the update only the new commits.
+    assert re.search(r"^history warm: old file / .*; walked 0 commits$", output, re.M), output
+    assert re.search(r"^history after 100 commits: old file / .*; walked 100 commits$", output, re.M), output
+    assert re.search(r"^answers: \d+ compared .*, all the same$", output, re.M), output
+
+
 def test_model_cost_bench_smoke_measures_the_three_ways() -> None:
     output = smoke("model_cost.py")
     measured = ratios(output)

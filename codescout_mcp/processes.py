@@ -464,15 +464,17 @@ def run_child(
     out, err = _Drain(proc.stdout, limit), _Drain(proc.stderr, 1 << 16)
     try:
         try:
+            # Its pipes first: their end is waited for without polling, where Popen.wait with a
+            # timeout sleeps in steps of up to 50 ms. A child that exits with a child of its own
+            # still holding the pipes runs into the deadline either way.
+            if not (out.wait(deadline - time.monotonic()) and err.wait(deadline - time.monotonic())):
+                raise ChildTimeout
             proc.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             raise ChildTimeout from None
         finally:
             if stop is not None:
                 stop.check()  # ended by the cancel, not by its deadline
-        # The child is gone; something it started may still hold its pipes open.
-        if not (out.wait(deadline - time.monotonic()) and err.wait(deadline - time.monotonic())):
-            raise ChildTimeout
         if out.too_large:
             raise ChildOutputTooLarge
         return proc.returncode, out.data(), err.data()
@@ -541,12 +543,14 @@ class StreamedChild:
         import subprocess
 
         try:
+            if not self.stderr.wait(seconds):  # (waited for without polling, unlike Popen.wait)
+                raise ChildTimeout
             status = self.proc.wait(timeout=seconds)
         except subprocess.TimeoutExpired:
             raise ChildTimeout from None
         finally:
             self._check()
-        if not self.stderr.wait(seconds) or self.expired:
+        if self.expired:
             raise ChildTimeout
         return status, self.stderr.data()
 

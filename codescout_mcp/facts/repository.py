@@ -512,9 +512,10 @@ class RepositoryFacts:
         if self._attributes_checked is self._index:
             return
         folders = {name.rpartition("/")[0] for name in self._index}
+        base = str(self.base)  # (strings: a Path a folder costs several times the stat)
         for folder in sorted(folders):
             parts = [part for part in folder.split("/") if part]
-            check_for_git([self.base.joinpath(*parts, ".gitattributes")])
+            check_for_git([os.path.join(base, *parts, ".gitattributes")])
         check_for_git([self.base / ".gitattributes"])  # (info/attributes: with all of info/, at refresh)
         self._attributes_checked = self._index
 

@@ -38,7 +38,7 @@ from codescout_mcp.contract import SEARCH_INPUT_SCHEMA, SEARCH_TOOL_NAME
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
 from codescout_mcp.facts.hits import located_counts, top_ranked
-from codescout_mcp.facts.ignorefiles import IgnoreFiles, Vetted
+from codescout_mcp.facts.ignorefiles import Vetted
 from codescout_mcp.facts.repository import Lookup
 from codescout_mcp.facts.search import (
     Counted,
@@ -84,7 +84,6 @@ class SearchTool:
         self.workspace = workspace
         self.seconds = seconds  # how long one call may take, ripgrep and git included
         self.line = threading.BoundedSemaphore(at_once)
-        self.ignore_files = IgnoreFiles(str(workspace.root))
 
     def heavy(self, arguments: dict[str, Any]) -> bool:
         return True  # a search runs ripgrep: never on the event loop
@@ -121,7 +120,7 @@ class SearchTool:
             where = (
                 CallPaths(self.workspace.root, checkout).place(checked["path"], "path") if "path" in checked else "."
             )
-            vetted = self.ignore_files.vet(os.path.normpath(os.path.join(root, where)), checkout.main, lookup)
+            vetted = self.workspace.ignore_files.vet(os.path.normpath(os.path.join(root, where)), checkout.main, lookup)
             identity = self.workspace.identity
         with self._in_line(lookup), self._pinned(where, identity) as pinned:
             counted, ignored = self._count(search, where, vetted, pinned, lookup)

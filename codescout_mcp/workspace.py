@@ -35,6 +35,7 @@ from codescout_mcp.facts import Warn
 from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
+from codescout_mcp.facts.ignorefiles import IgnoreFiles
 from codescout_mcp.facts.repository import FileFacts, Lookup, NeedsWork
 from codescout_mcp.paths import (
     LinkOnTheWay,
@@ -79,6 +80,7 @@ class Workspace:
         self._warned: set[str] = set()
         self._waiting = 0  # calls waiting for the workspace
         self._warm_stop: Stop | None = None  # the background walk's, while it holds the workspace
+        self.ignore_files = IgnoreFiles(str(self.root))  # vetted before each search, in a turn
 
     @contextlib.contextmanager
     def turn(self, lookup: Lookup) -> Iterator[Checkout]:
@@ -122,6 +124,7 @@ class Workspace:
 
     def _warm(self) -> None:
         _lower_this_threads_priority()
+        primed = False
         while True:
             while self._waiting:
                 time.sleep(0.05)
@@ -129,6 +132,9 @@ class Workspace:
             lookup = Lookup(time.time(), seconds=CALL_SECONDS)
             try:
                 with working_for(stop), self._turn_to_warm(stop, lookup) as checkout:
+                    if not primed:
+                        self._prime(checkout, lookup)
+                        primed = True
                     main = checkout.main
                     if main is None or not main.in_git or main.warm(lookup, WARM_COMMITS):
                         return
@@ -138,6 +144,20 @@ class Workspace:
                 logger.debug("the background walk of %s stopped: %s", self.root, error)
                 return
             time.sleep(0)  # a call that came meanwhile may take the workspace first
+
+    def _prime(self, checkout: Checkout, lookup: Lookup) -> None:
+        """Read first what every first call reads besides the history, which is walked after: the
+        ignore files under the workspace, the index, the status and CODEOWNERS. What goes wrong
+        is left for a call to meet and say (Cancelled aside: a call came first)."""
+        main = checkout.main
+        try:
+            self.ignore_files.vet(str(self.root), main, lookup)
+            if main is not None and main.in_git:
+                main.describe((), lookup)
+        except Cancelled:
+            raise
+        except Exception as error:
+            logger.debug("reading %s ahead of its first call stopped: %s", self.root, error)
 
     @contextlib.contextmanager
     def _turn_to_warm(self, stop: Stop, lookup: Lookup) -> Iterator[Checkout]:

@@ -11,9 +11,7 @@ search whose folders changed while it ran is refused.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -26,58 +24,13 @@ from codescout_mcp.facts.search import Place, Search, count_matches, rg_program
 from codescout_mcp.paths import pin
 from codescout_mcp.search import SearchTool
 from codescout_mcp.workspace import Workspace
-from tests.gitrepo import Repo, env_for
-from tests.helpers import installed
+from tests.gitrepo import Repo
 from tests.platforms import linux_only, posix_only
+from tests.stdio_session import LiveSession
 
 pytestmark = posix_only("symbolic links made by git and by the test")
 
 SECRET = "needle-secret-needle\n"
-
-
-class LiveSession:
-    """`codescout-mcp --workspace DIR` on a pipe, one call at a time."""
-
-    def __init__(self, workspace: Path) -> None:
-        self.proc = subprocess.Popen(
-            [installed("codescout-mcp"), "--workspace", str(workspace)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env_for(),
-        )
-        self.next_id = 1
-        self.request(
-            "initialize",
-            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-        )
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        rid = self.next_id
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        assert self.proc.stdout is not None
-        while True:
-            line = self.proc.stdout.readline()
-            assert line, "the server closed its output"
-            reply: dict[str, Any] = json.loads(line)
-            if reply.get("id") == rid:
-                return reply
-
-    def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = self.request("tools/call", {"name": name, "arguments": arguments})["result"]
-        return result
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
 
 
 def text_of(result: dict[str, Any]) -> str:
@@ -101,7 +54,7 @@ def test_a_workspace_that_becomes_a_link_is_never_searched_where_it_points(tmp_p
     repo.commit("2026-01-02T00:00:00Z", "sub")
     repo.git("checkout", "-q", "main")
     workspace = repo.root / "sub" / "inner" if level == "the folder above it" else repo.root / "sub"
-    session = LiveSession(workspace)
+    session = LiveSession("--workspace", str(workspace))
     try:
         before = session.call("search_workspace", {"pattern": "needle"})
         assert before["isError"] is False and before["structuredContent"]["results"], before

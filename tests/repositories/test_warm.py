@@ -10,9 +10,7 @@ runs them all: the test can see them).
 
 from __future__ import annotations
 
-import json
 import os
-import select
 import shutil
 import subprocess
 import time
@@ -22,8 +20,8 @@ from typing import Any
 import pytest
 
 from tests.gitrepo import Repo, env_for
-from tests.helpers import installed
 from tests.platforms import FAKE_GIT, posix_only
+from tests.stdio_session import LiveSession
 
 pytestmark = posix_only(FAKE_GIT)
 
@@ -62,51 +60,10 @@ def logged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[s
     return repo.root, log, env_for(PATH=f"{shim}{os.pathsep}{env_for()['PATH']}")
 
 
-class Server:
-    """`codescout-mcp --workspace` over stdio, one request at a time."""
-
-    def __init__(self, workspace: Path, env: dict[str, str], *options: str) -> None:
-        self.proc = subprocess.Popen(
-            [installed("codescout-mcp"), "--workspace", str(workspace), *options],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-        self.next_id = 0
-        self.ask(
-            "initialize",
-            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-        )
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 1)
-            if ready:
-                reply = json.loads(self.proc.stdout.readline())
-                if reply.get("id") == self.next_id:
-                    return dict(reply["result"])
-        raise AssertionError(f"no answer to {method} in 60 s")
-
-    def search(self) -> dict[str, Any]:
-        result = self.ask("tools/call", {"name": "search_workspace", "arguments": {"pattern": "needle", "limit": 50}})
-        assert result["isError"] is False, result
-        return dict(result["structuredContent"])
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        assert self.proc.wait(timeout=30) == 0
+def search(server: LiveSession) -> dict[str, Any]:
+    result = server.call("search_workspace", {"pattern": "needle", "limit": 50})
+    assert result["isError"] is False, result
+    return dict(result["structuredContent"])
 
 
 def lines_of(log: Path) -> list[str]:
@@ -128,7 +85,7 @@ def first_call(
     """A fresh server's first search (once the background walk wrote its cache, when there is
     one), and the git command lines that call ran."""
     log.unlink(missing_ok=True)
-    server = Server(workspace, env, *options)
+    server = LiveSession("--workspace", str(workspace), *options, env=env)
     try:
         if "--no-warm" not in options:
             deadline = time.monotonic() + 60
@@ -137,10 +94,10 @@ def first_call(
                 time.sleep(0.05)
             time.sleep(0.5)  # (the walk's last git exits after the file is written)
         before = len(lines_of(log))
-        answer = server.search()
+        answer = search(server)
         during = lines_of(log)[before:]
     finally:
-        server.close()
+        assert server.close() == 0
     return answer, during
 
 
@@ -176,7 +133,7 @@ def test_a_warm_up_without_a_cache_folder_still_reads_the_checkout_ahead(
     workspace, log, env = logged
     env = {**env, "CODESCOUT_CACHE_DIR": str(tmp_path / "cache")}
     log.unlink(missing_ok=True)
-    server = Server(workspace, env, "--no-cache")
+    server = LiveSession("--workspace", str(workspace), "--no-cache", env=env)
     try:
         deadline = time.monotonic() + 60
         while not any(" log " in f" {line} " for line in lines_of(log)):
@@ -184,10 +141,10 @@ def test_a_warm_up_without_a_cache_folder_still_reads_the_checkout_ahead(
             time.sleep(0.05)
         time.sleep(3)  # (600 commits: walked in well under a second)
         before = len(lines_of(log))
-        answer = server.search()
+        answer = search(server)
         during = lines_of(log)[before:]
     finally:
-        server.close()
+        assert server.close() == 0
     assert read_ahead(during) == {"history": False, "status": False, "ignored folders": False}, during
     assert not (tmp_path / "cache").exists()
     assert answer["counts"]["hits"] == 41  # old.py and src/new1.py to src/new39.py, src/new0.py; not build/

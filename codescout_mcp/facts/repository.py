@@ -434,9 +434,10 @@ class RepositoryFacts:
         if self._status_read_at is None:
             if lookup.cached_only:
                 raise NeedsWork
-            self._status_read_at = time.time_ns()
+            read_at = time.time_ns()
+            # (Both are set once the read stands: one cut short leaves the status unread.)
             self._changed = self._read_status((), lookup)
-            self._status_reused = False
+            self._status_read_at, self._status_reused = read_at, False
         changed: set[str] = set()
         again: list[str] = []
         signatures: dict[str, tuple[int, ...]] = {}

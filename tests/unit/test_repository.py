@@ -13,6 +13,7 @@ import pytest
 from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.repository import Lookup, NeedsWork
 from codescout_mcp.paths import resolved_folder
+from codescout_mcp.processes import Cancelled
 from tests.gitrepo import DAY, NOW_SECONDS, Repo
 from tests.repofacts import days, facts_of
 
@@ -138,6 +139,26 @@ def test_adding_a_file_to_the_index_is_seen(repo: Repo) -> None:
     assert days(facts, "new.txt") == [3]  # untracked: its own time
     repo.git("add", "new.txt")  # the file is untouched; the index changes
     assert days(facts, "new.txt") == [0]
+
+
+def test_a_status_read_that_failed_is_read_again(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A status read that ends early (a cancelled call's, the warm-up's given way) leaves nothing
+    behind: the next call reads the status itself, and an edit made before it is still seen."""
+    repo.write("a.txt", "edited\n")
+    os.utime(repo.root / "a.txt", (NOW_SECONDS - 5 * DAY,) * 2)
+    time.sleep(1.1)  # older than the read's slack: only the status can tell it changed
+    facts, _ = facts_of(repo.root)
+    facts.refresh()
+    plain = facts._read_status
+
+    def cut_short(names: object, lookup: Lookup) -> set[str]:
+        raise Cancelled
+
+    monkeypatch.setattr(facts, "_read_status", cut_short)
+    with pytest.raises(Cancelled):
+        facts.describe(["a.txt"], Lookup(NOW_SECONDS))
+    monkeypatch.setattr(facts, "_read_status", plain)
+    assert days(facts, "a.txt") == [0]
 
 
 def test_a_reftable_list_that_changes_drops_what_was_known(repo: Repo) -> None:

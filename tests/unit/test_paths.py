@@ -160,12 +160,13 @@ def test_a_file_is_read_whole_up_to_its_bound_and_not_past_it(tmp_path: Path) ->
 @linux_only(PROC)
 def test_a_file_larger_than_its_size_says_is_held_to_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """Files in /proc say they hold 0 bytes (as a file still being written may say less than it
-    will hold): the bound is kept by what is read, however short each read is."""
-    assert os.stat("/proc/self/status").st_size == 0
-    status = read_regular("/proc/self/status", 1 << 20)
-    assert status is not None and status.startswith(b"Name:")
-    assert read_regular("/proc/self/status", 10) is None
-    assert read_regular("/proc/self/status", len(status) - 1) is None
+    will hold): the bound is kept by what is read, however short each read is. (Its limits, which
+    stay as they are while it runs: its status counts the switches between reads.)"""
+    assert os.stat("/proc/self/limits").st_size == 0
+    limits = read_regular("/proc/self/limits", 1 << 20)
+    assert limits is not None and limits.startswith(b"Limit")
+    assert read_regular("/proc/self/limits", 10) is None
+    assert read_regular("/proc/self/limits", len(limits) - 1) is None
     real_read = os.read
     taken: list[int] = []
 
@@ -175,9 +176,9 @@ def test_a_file_larger_than_its_size_says_is_held_to_the_bound(monkeypatch: pyte
         return data
 
     monkeypatch.setattr(os, "read", short_read)
-    assert read_regular("/proc/self/status", 70) is None  # ten reads reach the bound exactly: one more
+    assert read_regular("/proc/self/limits", 70) is None  # ten reads reach the bound exactly: one more
     assert sum(taken) == 71  # and never more than one byte past it
-    assert read_regular("/proc/self/status", 1 << 20) == status
+    assert read_regular("/proc/self/limits", 1 << 20) == limits
 
 
 @posix_only("a terminal (a pseudo-terminal pair)")

@@ -18,8 +18,10 @@ The folder is the boundary, whatever happens to it while a search runs:
 
 At most SEARCHES_AT_ONCE searches run at once (the others wait in line, within their call's
 time), each ripgrep held to its memory bound: what a server's searches can take is their product.
-Only the files that can still reach the first `limit` are dated (`hits.top_ranked`), and ripgrep
-runs outside the workspace's lock, so a search never waits on another call's git.
+Only the files that can still reach the first `limit` are dated (`hits.top_ranked`). ripgrep runs
+outside the workspace's lock, so a search never waits on another call's git; beside it, a thread
+working for the same call reads what the dating will need (`Workspace.reading_ahead`: the index,
+the status, a history kept by an earlier process), so that the two overlap.
 """
 
 from __future__ import annotations
@@ -120,11 +122,13 @@ class SearchTool:
             where = (
                 CallPaths(self.workspace.root, checkout).place(checked["path"], "path") if "path" in checked else "."
             )
-            vetted = self.workspace.ignore_files.vet(os.path.normpath(os.path.join(root, where)), checkout.main, lookup)
+            main = checkout.main
             identity = self.workspace.identity
-        with self._in_line(lookup), self._pinned(where, identity) as pinned:
-            counted, ignored = self._count(search, where, vetted, pinned, lookup)
-            _check_unchanged(root, where, pinned)
+        with self.workspace.reading_ahead(lookup):
+            vetted = self.workspace.ignore_files.vet(os.path.normpath(os.path.join(root, where)), main, lookup)
+            with self._in_line(lookup), self._pinned(where, identity) as pinned:
+                counted, ignored = self._count(search, where, vetted, pinned, lookup)
+                _check_unchanged(root, where, pinned)
         with self.workspace.turn(lookup) as checkout:
             call = CallPaths(self.workspace.root, checkout)
             located, stats = located_counts(counted.counts, checkout, Path(root))

@@ -80,7 +80,7 @@ class Workspace:
         self._warned: set[str] = set()
         self._waiting = 0  # calls waiting for the workspace
         self._warm_stop: Stop | None = None  # the background walk's, while it holds the workspace
-        self.ignore_files = IgnoreFiles(str(self.root))  # vetted before each search, in a turn
+        self.ignore_files = IgnoreFiles(str(self.root))  # vetted before each search
 
     @contextlib.contextmanager
     def turn(self, lookup: Lookup) -> Iterator[Checkout]:
@@ -145,6 +145,29 @@ class Workspace:
                 return
             time.sleep(0)  # a call that came meanwhile may take the workspace first
 
+    @contextlib.contextmanager
+    def reading_ahead(self, lookup: Lookup) -> Iterator[None]:
+        """Within the block, a thread of its own reads what dating the call's files will need
+        (`RepositoryFacts.ready`), taking its turn at the workspace as a call does, while the
+        caller works on without it (a search's ripgrep); the block's end waits for it. It works
+        for the same call: cancelling the call ends its git, and its time bounds it. A block
+        that fails does not wait: what the thread reads is kept for the next call. What goes
+        wrong in it is left for the call to meet and say."""
+        thread = threading.Thread(
+            target=self._read_ahead, args=(current_stop(), lookup), daemon=True, name="codescout-ahead"
+        )
+        thread.start()
+        yield
+        thread.join()
+
+    def _read_ahead(self, stop: Stop | None, lookup: Lookup) -> None:
+        try:
+            with working_for(stop), self.turn(lookup) as checkout:
+                if checkout.main is not None:
+                    checkout.main.ready(lookup)
+        except Exception as error:
+            logger.debug("reading %s ahead of a call stopped: %s", self.root, error)
+
     def _prime(self, checkout: Checkout, lookup: Lookup) -> None:
         """Read first what every first call reads besides the history, which is walked after: the
         ignore files under the workspace, the index, the status and CODEOWNERS. What goes wrong
@@ -152,8 +175,8 @@ class Workspace:
         main = checkout.main
         try:
             self.ignore_files.vet(str(self.root), main, lookup)
-            if main is not None and main.in_git:
-                main.describe((), lookup)
+            if main is not None:
+                main.ready(lookup)
         except Cancelled:
             raise
         except Exception as error:

@@ -142,7 +142,7 @@ class History:
             if lookup.cached_only:
                 raise NeedsWork
             if not self._looked_in_cache:
-                self._read_cache()
+                self.read_cache()
             else:
                 self._walk_or_start_again(lookup, wanted=wanted)
             wanted = {name for name in wanted if name not in self.times}
@@ -151,7 +151,7 @@ class History:
     def step(self, lookup: Lookup, commits: int) -> bool:
         """Walk on for about `commits` commits (the background walk); whether the history is complete now."""
         if not self.complete:
-            self._read_cache()
+            self.read_cache()
         if not self.complete:
             self._walk_or_start_again(lookup, commits=commits)
         return self.complete
@@ -226,7 +226,7 @@ class History:
 
     # -- the cache
 
-    def _read_cache(self) -> None:
+    def read_cache(self) -> None:
         """Take a walk written by an earlier process: at once when it was made behind HEAD, else as
         the older part of the history, which the next walk catches up with (`_take_cached`)."""
         if self._looked_in_cache:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Final
 from codescout_mcp.facts.search import VCS_FOLDERS, SearchError
 from codescout_mcp.paths import ancestors, changed_ns, describe_kind, read_regular, relative_inside
 from codescout_mcp.platform import decode_name
+from codescout_mcp.processes import take_lock
 from codescout_mcp.text import shown
 
 if TYPE_CHECKING:
@@ -140,10 +142,12 @@ def git_exclude_files(folder: str) -> list[str]:
 
 
 class IgnoreFiles:
-    """The ignore files of one workspace, vetted before each search (see the module docstring)."""
+    """The ignore files of one workspace, vetted before each search (see the module docstring);
+    one vet at a time, outside the workspace's turn (a search's reading ahead goes on meanwhile)."""
 
     def __init__(self, root: str) -> None:
         self.root = root
+        self._lock = threading.Lock()
         self._listings: dict[str, _Listing] = {}
         self._ignored: frozenset[str] = frozenset()  # absolute folders git reports as ignored
         self._ignored_key: object = None  # the ignore files' stat data when git was asked
@@ -151,6 +155,14 @@ class IgnoreFiles:
     def vet(self, start: str, repository: RepositoryFacts | None, lookup: Lookup) -> Vetted:
         """What a search of `start` (an absolute folder or file inside the workspace) may go ahead
         with; BadIgnoreFile naming a file ripgrep must read and cannot."""
+        if not take_lock(self._lock, lookup.seconds_left(Path(self.root))):
+            raise SearchError("another search was looking at the ignore files for the whole time allowed; try again")
+        try:
+            return self._vet(start, repository, lookup)
+        finally:
+            self._lock.release()
+
+    def _vet(self, start: str, repository: RepositoryFacts | None, lookup: Lookup) -> Vetted:
         outside, negated = self._above(start)
         in_git = repository is not None and repository.in_git
         asked = False

@@ -520,6 +520,14 @@ class RepositoryFacts:
         check_for_git([self.base / ".gitattributes"])  # (info/attributes: with all of info/, at refresh)
         self._attributes_checked = self._index
 
+    def ready(self, lookup: Lookup) -> None:
+        """Read what dating any of its files needs but the walk: the index, the status, CODEOWNERS
+        and the history an earlier process kept (read ahead of a call: `Workspace.reading_ahead`)."""
+        self.describe((), lookup)
+        history = self._current_history(lookup) if self.in_git else None
+        if history is not None:
+            history.read_cache()
+
     def warm(self, lookup: Lookup, commits: int) -> bool:
         """Walk on about `commits` commits of the history (the background walk); whether it is all walked."""
         if not self.in_git:

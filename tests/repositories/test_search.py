@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -24,6 +25,9 @@ from typing import Any
 
 import pytest
 
+from codescout_mcp import search as search_module
+from codescout_mcp.facts.repository import Lookup, RepositoryFacts
+from codescout_mcp.facts.search import count_matches
 from codescout_mcp.search import SearchTool
 from codescout_mcp.workspace import Workspace
 from tests.gitrepo import Repo, env_for, rg_exe, run
@@ -528,3 +532,31 @@ def test_a_pattern_anchored_to_the_start_of_a_haystack_counts_each_line(tmp_path
         expected = by_hand(repo.root, {"pattern": pattern})
         assert expected is not None
         assert found == {entry["path"]: entry["matches"] for entry in expected["results"]} == {"a.txt": 4, "b.txt": 1}
+
+
+def test_a_file_edited_while_ripgrep_runs_is_dated_today(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The status a search reads ahead, beside its ripgrep, is not taken for a file edited after
+    it was read: one edited then, keeping its old time as some editors do, is dated today."""
+    repo = Repo(tmp_path / "r")
+    repo.write("a.py", "search\n")
+    repo.commit(ago(30), "a.py")
+    time.sleep(1.1)  # older than a status read's slack: only what is read after can tell
+    read = threading.Event()
+    plain_ready = RepositoryFacts.ready
+
+    def ready(self: RepositoryFacts, lookup: Lookup) -> None:
+        plain_ready(self, lookup)
+        read.set()
+
+    def edited_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        counted = count_matches(*args, **kwargs)
+        assert read.wait(30), "the status was not read ahead"
+        kept = os.stat(repo.root / "a.py")
+        repo.write("a.py", "search, edited\n")
+        os.utime(repo.root / "a.py", ns=(kept.st_atime_ns, kept.st_mtime_ns))
+        return counted
+
+    monkeypatch.setattr(RepositoryFacts, "ready", ready)
+    monkeypatch.setattr(search_module, "count_matches", edited_meanwhile)
+    answer, _ = SearchTool(Workspace(str(repo.root))).search({"pattern": "search"}, Lookup(time.time(), seconds=60))
+    assert [(hit["path"], hit["last_modified_days"]) for hit in answer["results"]] == [("a.py", 0)]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,11 +31,14 @@ import anyio
 import pytest
 
 from codescout_mcp.answers import words
+from codescout_mcp.facts.repository import Lookup
 from codescout_mcp.http.budget import Budget, Held
 from codescout_mcp.http.exchange import batch_answer
-from codescout_mcp.search import SEARCHES_AT_ONCE
+from codescout_mcp.processes import Cancelled, Stop, working_for
+from codescout_mcp.search import SEARCHES_AT_ONCE, SearchTool
 from codescout_mcp.server import build_server
 from codescout_mcp.toolbox import Offer
+from codescout_mcp.workspace import Workspace
 from tests.gitrepo import Repo, env_for
 from tests.helpers import codescout_exe, installed
 from tests.httpserver import RunningServer
@@ -417,6 +421,40 @@ def test_cancelled_calls_end_their_git_and_their_threads_and_the_session_goes_on
     finally:
         err = server.close()
     assert "Traceback" not in err, err
+
+
+@posix_only(FAKE_GIT)
+def test_a_cancelled_search_ends_the_git_it_reads_ahead_with(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search reads the status beside its ripgrep, for the same call: cancelled while that
+    git sleeps, the call ends within seconds, and so do the git and the thread."""
+    real = shutil.which("git")
+    shim, pids = tmp_path / "shim", tmp_path / "pids"
+    shim.mkdir()
+    (shim / "git").write_text(
+        f'#!/bin/sh\ncase " $* " in *" status "*) echo $$ >> "{pids}"; exec sleep 60;; esac\nexec "{real}" "$@"\n',
+        encoding="utf-8",
+    )
+    (shim / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+    tool, stop, ended = SearchTool(Workspace(str(repo.root))), Stop(), []
+
+    def call() -> None:
+        with working_for(stop):
+            try:
+                tool.search({"pattern": "search"}, Lookup(time.time(), seconds=120))
+            except Cancelled:
+                ended.append("cancelled")
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    started = wait_for(pids)
+    stop.cancel()
+    thread.join(10)
+    assert not thread.is_alive() and ended == ["cancelled"]
+    assert gone(started), f"git left running: {started}"
+    assert not [ahead for ahead in threading.enumerate() if ahead.name == "codescout-ahead"]
 
 
 def ripgreps_in(folder: Path, *, searching: bool = False) -> list[int]:

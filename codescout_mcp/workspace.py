@@ -148,8 +148,9 @@ class Workspace:
     @contextlib.contextmanager
     def reading_ahead(self, lookup: Lookup) -> Iterator[None]:
         """Within the block, a thread of its own reads what dating the call's files will need
-        (`RepositoryFacts.ready`), taking its turn at the workspace as a call does, while the
-        caller works on without it (a search's ripgrep); the block's end waits for it. It works
+        (`RepositoryFacts.ready`: the history too, from where it was left, until a call waits for
+        the workspace), taking its turn at the workspace as a call does, while the caller works on
+        without it (a search's ripgrep); the block's end waits for it. It works
         for the same call: cancelling the call ends its git, and its time bounds it. A block
         that fails does not wait: what the thread reads is kept for the next call. What goes
         wrong in it is left for the call to meet and say."""
@@ -164,7 +165,8 @@ class Workspace:
         try:
             with working_for(stop), self.turn(lookup) as checkout:
                 if checkout.main is not None:
-                    checkout.main.ready(lookup)
+                    # The history too, as far as it gets before the call comes back for the workspace.
+                    checkout.main.ready(lookup, until=lambda: self._waiting > 0)
         except Exception as error:
             logger.debug("reading %s ahead of a call stopped: %s", self.root, error)
 

@@ -154,19 +154,21 @@ class Workspace:
         for the same call: cancelling the call ends its git, and its time bounds it. A block
         that fails does not wait: what the thread reads is kept for the next call. What goes
         wrong in it is left for the call to meet and say."""
+        back = threading.Event()  # the caller is back: the walk stops at the next commit
         thread = threading.Thread(
-            target=self._read_ahead, args=(current_stop(), lookup), daemon=True, name="codescout-ahead"
+            target=self._read_ahead, args=(current_stop(), lookup, back), daemon=True, name="codescout-ahead"
         )
         thread.start()
         yield
+        back.set()
         thread.join()
 
-    def _read_ahead(self, stop: Stop | None, lookup: Lookup) -> None:
+    def _read_ahead(self, stop: Stop | None, lookup: Lookup, back: threading.Event) -> None:
         try:
             with working_for(stop), self.turn(lookup) as checkout:
                 if checkout.main is not None:
-                    # The history too, as far as it gets before the call comes back for the workspace.
-                    checkout.main.ready(lookup, until=lambda: self._waiting > 0)
+                    # The history too, until the caller is back or another call waits for the workspace.
+                    checkout.main.ready(lookup, until=lambda: back.is_set() or self._waiting > 0)
         except Exception as error:
             logger.debug("reading %s ahead of a call stopped: %s", self.root, error)
 

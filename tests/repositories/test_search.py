@@ -605,3 +605,31 @@ def test_the_history_walked_beside_ripgrep_is_the_searchs_one_walk(
     assert [(hit["path"], hit["last_modified_days"]) for hit in answer["results"]] == [("new.py", 2), ("old.py", 400)]
     assert len(walks) == 1 and walks[0].commits_walked == 32
     assert len([args for args in logs if args[0] == "log"]) == 1
+
+
+def test_the_walk_beside_ripgrep_stops_when_ripgrep_is_done(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk ahead is for what ripgrep's files may need, not the whole history: once ripgrep
+    is done it stops, and a search whose files changed lately walks only back to them (each
+    commit here is read slowly, so a walk to the root would take seconds)."""
+    repo = Repo(tmp_path / "r")
+    for number in range(200):
+        repo.write("churn.txt", f"{number}\n")
+        repo.commit(ago(400 - number), "churn.txt")
+    repo.write("new.py", "search\n")
+    repo.commit(ago(2), "new.py")
+    walks: list[History] = []
+    plain_init, plain_record = History.__init__, History._record
+
+    def counted_init(self: History, *args: Any, **kwargs: Any) -> None:
+        plain_init(self, *args, **kwargs)
+        walks.append(self)
+
+    def slow_record(self: History, *args: Any, **kwargs: Any) -> None:
+        time.sleep(0.02)
+        plain_record(self, *args, **kwargs)
+
+    monkeypatch.setattr(History, "__init__", counted_init)
+    monkeypatch.setattr(History, "_record", slow_record)
+    answer, _ = SearchTool(Workspace(str(repo.root))).search({"pattern": "search"}, Lookup(time.time(), seconds=60))
+    assert [(hit["path"], hit["last_modified_days"]) for hit in answer["results"]] == [("new.py", 2)]
+    assert len(walks) == 1 and not walks[0].complete and walks[0].commits_walked < 100

@@ -148,27 +148,23 @@ class Workspace:
     @contextlib.contextmanager
     def reading_ahead(self, lookup: Lookup) -> Iterator[None]:
         """Within the block, a thread of its own reads what dating the call's files will need
-        (`RepositoryFacts.ready`: the history too, from where it was left, until a call waits for
-        the workspace), taking its turn at the workspace as a call does, while the caller works on
-        without it (a search's ripgrep); the block's end waits for it. It works
+        (`RepositoryFacts.ready`), taking its turn at the workspace as a call does, while the
+        caller works on without it (a search's ripgrep); the block's end waits for it. It works
         for the same call: cancelling the call ends its git, and its time bounds it. A block
         that fails does not wait: what the thread reads is kept for the next call. What goes
         wrong in it is left for the call to meet and say."""
-        back = threading.Event()  # the caller is back: the walk stops at the next commit
         thread = threading.Thread(
-            target=self._read_ahead, args=(current_stop(), lookup, back), daemon=True, name="codescout-ahead"
+            target=self._read_ahead, args=(current_stop(), lookup), daemon=True, name="codescout-ahead"
         )
         thread.start()
         yield
-        back.set()
         thread.join()
 
-    def _read_ahead(self, stop: Stop | None, lookup: Lookup, back: threading.Event) -> None:
+    def _read_ahead(self, stop: Stop | None, lookup: Lookup) -> None:
         try:
             with working_for(stop), self.turn(lookup) as checkout:
                 if checkout.main is not None:
-                    # The history too, until the caller is back or another call waits for the workspace.
-                    checkout.main.ready(lookup, until=lambda: back.is_set() or self._waiting > 0)
+                    checkout.main.ready(lookup)
         except Exception as error:
             logger.debug("reading %s ahead of a call stopped: %s", self.root, error)
 

@@ -19,7 +19,7 @@ first-parent history back from HEAD whose tree changed it relative to its first 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -156,31 +156,18 @@ class History:
             self._walk_or_start_again(lookup, commits=commits)
         return self.complete
 
-    def walk_until(self, lookup: Lookup, until: Callable[[], bool]) -> None:
-        """Walk on, one `git log`, until `until()` (asked after each commit) says to stop or the
-        history is complete (read ahead of a call, while the call does without it)."""
-        if not self.complete:
-            self.read_cache()
-        if not self.complete and not until():
-            self._walk_or_start_again(lookup, until=until)
-
     def _walk_or_start_again(
-        self,
-        lookup: Lookup,
-        *,
-        wanted: set[str] | None = None,
-        commits: int | None = None,
-        until: Callable[[], bool] | None = None,
+        self, lookup: Lookup, *, wanted: set[str] | None = None, commits: int | None = None
     ) -> None:
         """`walk`; where a walk taken from the cache cannot go on (git knows no such commit), all
         that came from the cache is dropped and the history is walked from HEAD."""
         try:
-            self.walk(lookup, wanted=wanted, commits=commits, until=until)
+            self.walk(lookup, wanted=wanted, commits=commits)
         except GitError:
             if not self._from_cache:
                 raise
             self._start_again()
-            self.walk(lookup, wanted=wanted, commits=commits, until=until)
+            self.walk(lookup, wanted=wanted, commits=commits)
 
     def _start_again(self) -> None:
         self.times = {}
@@ -193,18 +180,10 @@ class History:
 
     # -- walking
 
-    def walk(
-        self,
-        lookup: Lookup,
-        *,
-        wanted: set[str] | None = None,
-        commits: int | None = None,
-        until: Callable[[], bool] | None = None,
-    ) -> None:
+    def walk(self, lookup: Lookup, *, wanted: set[str] | None = None, commits: int | None = None) -> None:
         """Walk from where the last walk stopped: until every path in `wanted` is found, `commits`
-        commits are read, `until()` says so, or the history ends, or (when a cached walk waits to
-        be caught up with) until the walk meets that walk's commit, whose history is then the
-        cached walk's."""
+        commits are read, or the history ends, or (when a cached walk waits to be caught up with)
+        until the walk meets that walk's commit, whose history is then the cached walk's."""
         assert self._next is not None and not self.complete
         remaining = set(wanted) if wanted is not None else None
         read = 0
@@ -223,11 +202,7 @@ class History:
                     self._next = commit.first_parent
                     if self._next is None:  # the root (a shallow clone's boundary has no parent either)
                         break
-                    if (
-                        (remaining is not None and not remaining)
-                        or (commits is not None and read >= commits)
-                        or (until is not None and until())
-                    ):
+                    if (remaining is not None and not remaining) or (commits is not None and read >= commits):
                         return  # (closing the stream ends git)
             self._next = None
             self.complete = True

@@ -18,7 +18,7 @@ import hashlib
 import math
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
@@ -520,16 +520,13 @@ class RepositoryFacts:
         check_for_git([self.base / ".gitattributes"])  # (info/attributes: with all of info/, at refresh)
         self._attributes_checked = self._index
 
-    def ready(self, lookup: Lookup, *, until: Callable[[], bool] | None = None) -> None:
-        """Read what dating any of its files needs: the index, the status, CODEOWNERS and the
-        history an earlier process kept; with `until`, walk on until it says to stop (read ahead
-        of a call: `Workspace.reading_ahead`)."""
+    def ready(self, lookup: Lookup) -> None:
+        """Read what dating any of its files needs but the walk: the index, the status, CODEOWNERS
+        and the history an earlier process kept (read ahead of a call: `Workspace.reading_ahead`)."""
         self.describe((), lookup)
         history = self._current_history(lookup) if self.in_git else None
         if history is not None:
             history.read_cache()
-            if until is not None:
-                history.walk_until(lookup, until)
 
     def warm(self, lookup: Lookup, commits: int) -> bool:
         """Walk on about `commits` commits of the history (the background walk); whether it is all walked."""

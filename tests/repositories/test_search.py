@@ -26,8 +26,6 @@ from typing import Any
 import pytest
 
 from codescout_mcp import search as search_module
-from codescout_mcp.facts.git import Git
-from codescout_mcp.facts.history import History
 from codescout_mcp.facts.repository import Lookup, RepositoryFacts
 from codescout_mcp.facts.search import count_matches
 from codescout_mcp.search import SearchTool
@@ -546,8 +544,8 @@ def test_a_file_edited_while_ripgrep_runs_is_dated_today(tmp_path: Path, monkeyp
     read = threading.Event()
     plain_ready = RepositoryFacts.ready
 
-    def ready(self: RepositoryFacts, lookup: Lookup, **options: Any) -> None:
-        plain_ready(self, lookup, **options)
+    def ready(self: RepositoryFacts, lookup: Lookup) -> None:
+        plain_ready(self, lookup)
         read.set()
 
     def edited_meanwhile(*args: Any, **kwargs: Any) -> Any:
@@ -562,74 +560,3 @@ def test_a_file_edited_while_ripgrep_runs_is_dated_today(tmp_path: Path, monkeyp
     monkeypatch.setattr(search_module, "count_matches", edited_meanwhile)
     answer, _ = SearchTool(Workspace(str(repo.root))).search({"pattern": "search"}, Lookup(time.time(), seconds=60))
     assert [(hit["path"], hit["last_modified_days"]) for hit in answer["results"]] == [("a.py", 0)]
-
-
-def test_the_history_walked_beside_ripgrep_is_the_searchs_one_walk(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """While ripgrep runs, the thread reading ahead walks the history on; the call goes on from
-    where it stopped. Here ripgrep is held until the whole history is walked: the oldest file is
-    dated right, by one `git log` that read each commit once, and nothing is walked after it."""
-    repo = Repo(tmp_path / "r")
-    repo.write("old.py", "search\n")
-    repo.commit(ago(400), "old.py")
-    for number in range(30):
-        repo.write("churn.txt", f"{number}\n")
-        repo.commit(ago(300 - number), "churn.txt")
-    repo.write("new.py", "search\n")
-    repo.commit(ago(2), "new.py")
-    walks: list[History] = []
-    logs: list[tuple[str, ...]] = []
-    plain_init, plain_stream = History.__init__, Git.stream
-
-    def counted_init(self: History, *args: Any, **kwargs: Any) -> None:
-        plain_init(self, *args, **kwargs)
-        walks.append(self)
-
-    def counted_stream(self: Git, *args: str, **kwargs: Any) -> Any:
-        logs.append(args)
-        return plain_stream(self, *args, **kwargs)
-
-    def held(*args: Any, **kwargs: Any) -> Any:
-        deadline = time.monotonic() + 30
-        while not (walks and walks[0].complete) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert walks and walks[0].complete, "the history was not walked beside ripgrep"
-        return count_matches(*args, **kwargs)
-
-    monkeypatch.setattr(History, "__init__", counted_init)
-    monkeypatch.setattr(Git, "stream", counted_stream)
-    monkeypatch.setattr(search_module, "count_matches", held)
-    workspace = Workspace(str(repo.root))
-    answer, _ = SearchTool(workspace).search({"pattern": "search"}, Lookup(time.time(), seconds=60))
-    assert [(hit["path"], hit["last_modified_days"]) for hit in answer["results"]] == [("new.py", 2), ("old.py", 400)]
-    assert len(walks) == 1 and walks[0].commits_walked == 32
-    assert len([args for args in logs if args[0] == "log"]) == 1
-
-
-def test_the_walk_beside_ripgrep_stops_when_ripgrep_is_done(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The walk ahead is for what ripgrep's files may need, not the whole history: once ripgrep
-    is done it stops, and a search whose files changed lately walks only back to them (each
-    commit here is read slowly, so a walk to the root would take seconds)."""
-    repo = Repo(tmp_path / "r")
-    for number in range(200):
-        repo.write("churn.txt", f"{number}\n")
-        repo.commit(ago(400 - number), "churn.txt")
-    repo.write("new.py", "search\n")
-    repo.commit(ago(2), "new.py")
-    walks: list[History] = []
-    plain_init, plain_record = History.__init__, History._record
-
-    def counted_init(self: History, *args: Any, **kwargs: Any) -> None:
-        plain_init(self, *args, **kwargs)
-        walks.append(self)
-
-    def slow_record(self: History, *args: Any, **kwargs: Any) -> None:
-        time.sleep(0.02)
-        plain_record(self, *args, **kwargs)
-
-    monkeypatch.setattr(History, "__init__", counted_init)
-    monkeypatch.setattr(History, "_record", slow_record)
-    answer, _ = SearchTool(Workspace(str(repo.root))).search({"pattern": "search"}, Lookup(time.time(), seconds=60))
-    assert [(hit["path"], hit["last_modified_days"]) for hit in answer["results"]] == [("new.py", 2)]
-    assert len(walks) == 1 and not walks[0].complete and walks[0].commits_walked < 100

@@ -180,6 +180,8 @@ TESTS: dict[str, list[str]] = {
         "-k",
         "not over_stdio and not over_http",
     ],
+    # One call's terms: the repository's tests, which pass a lookup everywhere.
+    "facts/lookup.py": ["tests/unit/test_repository_parts.py", "tests/unit/test_repository.py"],
     # Each system's rules, simulated in process first, then the checkouts that meet them.
     "platform.py": [
         "tests/unit/test_platform.py",

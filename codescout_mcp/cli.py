@@ -438,7 +438,7 @@ def _run_search(args: argparse.Namespace) -> int:
     _warnings_as_lines()
     from codescout_mcp.facts.git import GitError
     from codescout_mcp.facts.gitfiles import RepositoryError
-    from codescout_mcp.facts.repository import Lookup
+    from codescout_mcp.facts.lookup import Lookup
     from codescout_mcp.facts.search import SearchError
     from codescout_mcp.rank_command import render_json
     from codescout_mcp.search import SearchTool

@@ -1,7 +1,7 @@
 """What the server says of itself and which protocol versions it serves: plain data, no SDK.
 
 Kept apart from `server.py` so that the stdio transport's early answers (`stdio/early.py`,
-built from `catalog.py`) can name the versions before the SDK has finished importing.
+built from `answers/catalog.py`) can name the versions before the SDK has finished importing.
 """
 
 from __future__ import annotations

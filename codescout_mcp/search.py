@@ -41,7 +41,7 @@ from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
 from codescout_mcp.facts.hits import located_counts, top_ranked
 from codescout_mcp.facts.ignorefiles import Vetted
-from codescout_mcp.facts.repository import Lookup
+from codescout_mcp.facts.lookup import Lookup
 from codescout_mcp.facts.search import (
     Counted,
     OutOfMemory,

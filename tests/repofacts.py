@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codescout_mcp.facts.repository import Lookup, RepositoryFacts
+from codescout_mcp.facts.lookup import Lookup
+from codescout_mcp.facts.repository import RepositoryFacts
 from tests.gitrepo import NOW_SECONDS
 
 

@@ -78,6 +78,20 @@ class Session:
             return cls(era="modern")
         return cls(era="handshake", negotiated=version)
 
+    # What the transports say of the session (the door's own writes aside, these are its only ones).
+
+    def sdk_loaded(self) -> None:
+        """The SDK is up: it answers every request the door leaves it, early answers are over."""
+        self.sdk_ready = True
+
+    def negotiated_as(self, version: str) -> None:
+        """The SDK's `initialize` answer settled the protocol version."""
+        self.negotiated = version
+
+    def end_early(self) -> None:
+        """No early answer may follow: the SDK must answer what comes next itself."""
+        self.early = False
+
     def settle(self, request: dict[str, Any]) -> bool:
         """Note a request's era if it is the first (it settles the session's); whether the
         session may make it: 2026-07-28 requests carry the envelope, handshake-era ones do not."""
@@ -214,11 +228,14 @@ class Door:
             return None  # (an odd call changes nothing the handshake depends on: early answers go on)
         if session.sdk_ready or not session.early:
             return None
-        reply = self.handshake.answer(envelope, session) if fits else None
+        reply = self.handshake.answer(envelope, session.era, session.negotiated) if fits else None
+        if reply is None or reply.ends_early:
+            session.end_early()  # the SDK's answer to this may change what it would say next
         if reply is None:
-            session.early = False  # the SDK's answer to this may change what it would say next
             return None
-        return Early(reply)
+        if reply.negotiated is not None:
+            session.negotiated_as(reply.negotiated)
+        return Early(reply.message)
 
 
 async def in_worker(function: Callable[..., T], *args: object, stop: Stop | None = None) -> T:

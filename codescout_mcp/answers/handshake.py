@@ -31,9 +31,19 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, Final
 
-    from codescout_mcp.answers.door import Session
-
 UNSERVED_LISTS: Final = frozenset({"prompts/list", "resources/list", "resources/templates/list"})
+
+
+class Reply:
+    """An answer the SDK is sure to give, and what it settles in the session, for the door to
+    apply: the version an `initialize` negotiated, or that no early answer may follow it."""
+
+    __slots__ = ("ends_early", "message", "negotiated")
+
+    def __init__(self, message: dict[str, Any], *, negotiated: str | None = None, ends_early: bool = False) -> None:
+        self.message = message
+        self.negotiated = negotiated
+        self.ends_early = ends_early
 
 
 class Handshake:
@@ -69,26 +79,27 @@ class Handshake:
             "_meta": {words.SERVER_INFO_KEY: catalog.SERVER_INFO},
         }
 
-    def answer(self, message: dict[str, Any], session: Session) -> dict[str, Any] | None:
-        """The answer the SDK is sure to give `message` (a request) first thing in `session`, or
-        None to leave it to the SDK. An `initialize` settles the session's era and version."""
+    def answer(self, message: dict[str, Any], era: str | None, negotiated: str | None) -> Reply | None:
+        """The answer the SDK is sure to give `message` (a request) first thing in a session of
+        `era` and `negotiated` version (the door's `Session`), or None to leave it to the SDK."""
         method, params = message["method"], message.get("params")
         reply: dict[str, Any]
+        settled: dict[str, Any] = {}
         if method == "initialize":
-            if session.era != "handshake" or session.negotiated is not None:
+            if era != "handshake" or negotiated is not None:
                 return None
             sure = initialize_params(params)
             if sure is None:
                 return None
             if not sure:
-                session.early = False  # the SDK's connection stays uninitialized: it answers the rest
+                settled["ends_early"] = True  # the SDK's connection stays uninitialized: it answers the rest
                 reply = {"error": words.invalid_params()}
             else:
                 assert isinstance(params, dict)
-                session.negotiated = params["protocolVersion"]
+                settled["negotiated"] = params["protocolVersion"]
                 reply = {"result": self.initialize(params["protocolVersion"])}
-        elif session.era == "handshake":
-            if opens_modern(message) or session.negotiated is None or not list_params(params, modern=False):
+        elif era == "handshake":
+            if opens_modern(message) or negotiated is None or not list_params(params, modern=False):
                 return None
             if method == "ping" and "cursor" not in (params or {}):
                 reply = {"result": {}}
@@ -110,7 +121,7 @@ class Handshake:
                 reply = {"error": words.method_not_found(method)}
             else:
                 return None
-        return {"jsonrpc": "2.0", "id": message["id"], **reply}
+        return Reply({"jsonrpc": "2.0", "id": message["id"], **reply}, **settled)
 
     def _tools_list(self, params: object, *, modern: bool) -> dict[str, Any]:
         if isinstance(params, dict) and "cursor" in params:

@@ -24,17 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from codescout_mcp.facts.git import Git, GitError
+from codescout_mcp.facts.lookup import NeedsWork
 from codescout_mcp.platform import CURRENT, System, decode_name
 from codescout_mcp.processes import report_progress
 from codescout_mcp.text import shown
 
 if TYPE_CHECKING:
     from codescout_mcp.facts.cache import HistoryCache, Snapshot
-    from codescout_mcp.facts.repository import Lookup
-
-
-class NeedsWork(Exception):
-    """Raised by a lookup with `cached_only` when the answer needs git or a file read first."""
+    from codescout_mcp.facts.lookup import Lookup
 
 
 # The git log every walk reads: each first-parent commit's time, id and parents, and the paths it

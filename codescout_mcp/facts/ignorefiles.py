@@ -35,7 +35,8 @@ from codescout_mcp.processes import take_lock
 from codescout_mcp.text import shown
 
 if TYPE_CHECKING:
-    from codescout_mcp.facts.repository import Lookup, RepositoryFacts
+    from codescout_mcp.facts.lookup import Lookup
+    from codescout_mcp.facts.repository import RepositoryFacts
 
 IGNORE_FILES: Final = (".gitignore", ".ignore", ".rgignore")
 # The most ignore rules, in bytes, one file may hold for ripgrep to read it: a few thousand

@@ -30,7 +30,7 @@ from codescout_mcp.facts.git import Git, GitError, open_failure
 from codescout_mcp.facts.gitconfig import check_includes, check_objects, check_values
 from codescout_mcp.facts.gitfiles import RepositoryError, ceiling_folders, check_for_git, git_files_around, stat_for_git
 from codescout_mcp.facts.history import History
-from codescout_mcp.facts.history import NeedsWork as NeedsWork
+from codescout_mcp.facts.lookup import Lookup, NeedsWork
 from codescout_mcp.paths import (
     NotRegular,
     read_regular,
@@ -57,32 +57,6 @@ STATUS_ARGUMENTS: Final = (
     "--ignore-submodules=all",
     "--no-renames",
 )
-
-
-class Lookup:
-    """One call's terms for a lookup: the moment ages count to, when it must be done, and whether
-    it may only answer from what is known (NeedsWork otherwise, raised before anything changes).
-
-    Passed down through `Checkout` and `RepositoryFacts`, never kept on them: they are shared
-    between calls, and a lookup is one call's.
-    """
-
-    __slots__ = ("cached_only", "deadline", "now")
-
-    def __init__(self, now: float, *, seconds: float | None = None, cached_only: bool = False) -> None:
-        self.now = now
-        self.deadline = math.inf if seconds is None else time.monotonic() + seconds  # monotonic
-        self.cached_only = cached_only
-
-    def seconds_left(self, where: Path | None = None) -> float | None:
-        """What is left of the time allowed (None: no limit); GitError, naming `where`, once it is gone."""
-        if self.deadline == math.inf:
-            return None
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            said = shown(str(where)) if where is not None else "the repository"
-            raise GitError(f"reading {said} took longer than the time allowed")
-        return left
 
 
 class Described:

@@ -89,7 +89,7 @@ def serve_stdio(
     status = 0
     if outcome == "session":
         assert loader.session is not None
-        session.sdk_ready = True
+        session.sdk_loaded()
         loader.session.serve(early.backlog, door, session, reader=reader, writer=writer, stopper=stopper)
     elif outcome == "failed":
         status = _unable_to_serve(loader.error, early, writer)

@@ -178,7 +178,7 @@ class EarlyAnswers:
             negotiated = self.session.negotiated
             if isinstance(value, list) and (negotiated is None or negotiated in BATCH_VERSIONS):
                 # A batch, perhaps: whether it may be one is for the session to say.
-                self.session.early = False
+                self.session.end_early()
                 self._keep(Backlogged(value), request=True)
                 return
             message = check_envelope(value)

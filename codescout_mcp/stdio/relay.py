@@ -535,7 +535,8 @@ class _Relay:
                 reply["id"] = record.client_id
                 if record.handshake is not None and isinstance(message, types.JSONRPCResponse):
                     version = message.result.get("protocolVersion")
-                    self.session.negotiated = version if isinstance(version, str) else self.session.negotiated
+                    if isinstance(version, str):
+                        self.session.negotiated_as(version)
                 self._settle(internal)
                 if record.early is not None:
                     self._compare(record.early, reply)

@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 
 from codescout_mcp import search as search_module
-from codescout_mcp.facts.repository import Lookup, RepositoryFacts
+from codescout_mcp.facts.lookup import Lookup
+from codescout_mcp.facts.repository import RepositoryFacts
 from codescout_mcp.facts.search import count_matches
 from codescout_mcp.search import SearchTool
 from codescout_mcp.workspace import Workspace

@@ -31,7 +31,7 @@ import anyio
 import pytest
 
 from codescout_mcp.answers import words
-from codescout_mcp.facts.repository import Lookup
+from codescout_mcp.facts.lookup import Lookup
 from codescout_mcp.http.budget import Budget, Held
 from codescout_mcp.http.exchange import batch_answer
 from codescout_mcp.processes import Cancelled, Stop, working_for

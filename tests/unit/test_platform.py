@@ -28,7 +28,8 @@ from codescout_mcp import cli_streams, paths, platform, processes
 from codescout_mcp.cli_streams import is_console
 from codescout_mcp.facts import git as git_module
 from codescout_mcp.facts.git import Git
-from codescout_mcp.facts.repository import STATUS_ARGUMENTS, FileFacts, Lookup, RepositoryFacts, _chunks
+from codescout_mcp.facts.lookup import Lookup
+from codescout_mcp.facts.repository import STATUS_ARGUMENTS, FileFacts, RepositoryFacts, _chunks
 from codescout_mcp.facts.ripgrep import read_match_counts
 from codescout_mcp.paths import ancestors, changed_ns, read_regular, relative_inside, relative_to, resolved_folder
 from codescout_mcp.platform import LINUX, MACOS, WINDOWS, decode_name, name_problem, stop_signals, system_for

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from codescout_mcp.facts.checkout import Checkout
-from codescout_mcp.facts.repository import Lookup, NeedsWork
+from codescout_mcp.facts.lookup import Lookup, NeedsWork
 from codescout_mcp.paths import resolved_folder
 from codescout_mcp.processes import Cancelled
 from tests.gitrepo import DAY, NOW_SECONDS, Repo

@@ -18,10 +18,10 @@ from codescout_mcp.facts import repository
 from codescout_mcp.facts.git import Git, GitError
 from codescout_mcp.facts.gitfiles import BlockingFile, RepositoryError
 from codescout_mcp.facts.history import LOG_ARGUMENTS, _read, commits_of
+from codescout_mcp.facts.lookup import Lookup
 from codescout_mcp.facts.repository import (
     SECONDS_PER_DAY,
     FileFacts,
-    Lookup,
     RepositoryFacts,
     _chunks,
     whole_days,

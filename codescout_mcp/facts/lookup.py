@@ -1,0 +1,45 @@
+"""One call's terms for what repositories say (`Lookup`), and what a lookup that may answer only
+from what is known raises when it cannot (`NeedsWork`).
+
+A lookup is passed down through `checkout.Checkout`, `repository.RepositoryFacts` and
+`history.History`, never kept on them: they are shared between calls, and a lookup is one call's.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+from codescout_mcp.facts.git import GitError
+from codescout_mcp.text import shown
+
+
+class NeedsWork(Exception):
+    """Raised by a lookup with `cached_only` when the answer needs git or a file read first."""
+
+
+class Lookup:
+    """One call's terms for a lookup: the moment ages count to, when it must be done, and whether
+    it may only answer from what is known (NeedsWork otherwise, raised before anything changes).
+
+    Passed down through `Checkout` and `RepositoryFacts`, never kept on them: they are shared
+    between calls, and a lookup is one call's.
+    """
+
+    __slots__ = ("cached_only", "deadline", "now")
+
+    def __init__(self, now: float, *, seconds: float | None = None, cached_only: bool = False) -> None:
+        self.now = now
+        self.deadline = math.inf if seconds is None else time.monotonic() + seconds  # monotonic
+        self.cached_only = cached_only
+
+    def seconds_left(self, where: Path | None = None) -> float | None:
+        """What is left of the time allowed (None: no limit); GitError, naming `where`, once it is gone."""
+        if self.deadline == math.inf:
+            return None
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            said = shown(str(where)) if where is not None else "the repository"
+            raise GitError(f"reading {said} took longer than the time allowed")
+        return left

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from codescout_mcp.answers import catalog, words
+from codescout_mcp.callpaths import CallPaths
 from codescout_mcp.contract import SEARCH_INPUT_SCHEMA, SEARCH_TOOL_NAME
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
@@ -59,7 +60,7 @@ from codescout_mcp.protocol import CALL_SECONDS
 from codescout_mcp.sandbox import Confinement, confine
 from codescout_mcp.text import quoted, shown
 from codescout_mcp.validate import FlatChecker, InvalidArguments
-from codescout_mcp.workspace import CallPaths, Workspace
+from codescout_mcp.workspace import Workspace
 
 logger = logging.getLogger("codescout")
 

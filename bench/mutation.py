@@ -221,6 +221,8 @@ TESTS: dict[str, list[str]] = {
         "tests/repositories/test_hits.py",
         "tests/repositories/test_search.py",
     ],
+    # Programs found on PATH (simulated for Windows and macOS in test_platform.py).
+    "programs.py": ["tests/unit/test_processes.py", "tests/unit/test_platform.py", "tests/unit/test_git.py"],
 }
 
 SWAPS: dict[type, type] = {

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Final
 
 from codescout_mcp.platform import decode_name
-from codescout_mcp.processes import ChildOutputTooLarge, ChildTimeout, StreamedChild, find_program, run_child
+from codescout_mcp.processes import ChildOutputTooLarge, ChildTimeout, StreamedChild, run_child
+from codescout_mcp.programs import find_program
 from codescout_mcp.text import shown
 
 GIT_TIMEOUT: Final = 120.0
@@ -127,7 +128,7 @@ class NotARepository(GitError):
 def git_program() -> str:
     """The git program from PATH's absolute folders, as a full path; GitMissing if there is none.
 
-    Never the current folder (`system.find_program`): a `git` or `git.bat` committed at a
+    Never the current folder (`programs.find_program`): a `git` or `git.bat` committed at a
     checkout's root is not git. (On macOS without the command line tools, /usr/bin/git is a
     stand-in that only says so and fails: `open_failure` names the cure when its message
     comes back.)

@@ -3,7 +3,7 @@
 The search tool (`search.py`) asks ripgrep how many matches each file holds. Every rg started
 here:
 
-* is found as git is (`processes.find_program`: the one installed beside codescout first, then
+* is found as git is (`programs.find_program`: the one installed beside codescout first, then
   PATH's absolute folders, never the current folder) and run by its full path;
 * gets `--no-config` (and no RIPGREP_CONFIG_PATH), so no config file adds options;
 * gets the pattern as one `--regexp=...` argument and every path after `--`, so no pattern,
@@ -32,7 +32,8 @@ from typing import Final
 
 from codescout_mcp.facts.ripgrep import JsonCounter, RipgrepError, TooManyFiles
 from codescout_mcp.platform import CURRENT, System, decode_name
-from codescout_mcp.processes import ChildTimeout, StreamedChild, find_program
+from codescout_mcp.processes import ChildTimeout, StreamedChild
+from codescout_mcp.programs import find_program
 from codescout_mcp.sandbox import Confinement
 
 # The folders of version-control systems: never searched, as the hosts' own grep leaves them out.

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp import cli_streams, paths, platform, processes
+from codescout_mcp import cli_streams, paths, platform, processes, programs
 from codescout_mcp.cli_streams import is_console
 from codescout_mcp.facts import git as git_module
 from codescout_mcp.facts.git import Git
@@ -531,14 +531,14 @@ def test_a_program_is_found_on_path_but_never_in_the_current_folder_on_windows()
     cmd.exe: only PATH's folders with a drive or share count, and only .exe and .com files."""
     present = {"C:\\Tools\\git.bat", "C:\\Git\\cmd\\git.exe", ".\\git.exe", "bin\\git.exe", "\\git\\git.exe"}
     path = '.;bin;\\git;;C:\\Tools;"C:\\Git\\cmd";D:\\Other'
-    found = processes.find_program("git", WINDOWS, path=path, is_program=present.__contains__)
+    found = programs.find_program("git", WINDOWS, path=path, is_program=present.__contains__)
     assert found == "C:\\Git\\cmd\\git.exe"
-    assert processes.find_program("git.exe", WINDOWS, path="C:\\Git\\cmd", is_program=present.__contains__) == found
-    assert processes.find_program("git", WINDOWS, path=".;bin;C:\\Tools", is_program=present.__contains__) is None
+    assert programs.find_program("git.exe", WINDOWS, path="C:\\Git\\cmd", is_program=present.__contains__) == found
+    assert programs.find_program("git", WINDOWS, path=".;bin;C:\\Tools", is_program=present.__contains__) is None
     quoted = {"D:\\X\\git.exe"}  # a folder whose name ends in a letter, quoted, with spaces around
-    assert processes.find_program("git", WINDOWS, path=' "D:\\X" ', is_program=quoted.__contains__) == "D:\\X\\git.exe"
+    assert programs.find_program("git", WINDOWS, path=' "D:\\X" ', is_program=quoted.__contains__) == "D:\\X\\git.exe"
     share = {"\\\\server\\tools\\git.com"}
-    assert processes.find_program("git", WINDOWS, path="\\\\server\\tools", is_program=share.__contains__) == (
+    assert programs.find_program("git", WINDOWS, path="\\\\server\\tools", is_program=share.__contains__) == (
         "\\\\server\\tools\\git.com"
     )
 
@@ -546,9 +546,9 @@ def test_a_program_is_found_on_path_but_never_in_the_current_folder_on_windows()
 @pytest.mark.parametrize("flavour", [LINUX, MACOS])
 def test_a_program_is_found_in_absolute_path_folders_only_on_posix(flavour: platform.System) -> None:
     present = {"git", "./git", "bin/git", "/usr/bin/git"}
-    found = processes.find_program("git", flavour, path=":.:bin:/usr/bin", is_program=present.__contains__)
+    found = programs.find_program("git", flavour, path=":.:bin:/usr/bin", is_program=present.__contains__)
     assert found == "/usr/bin/git"
-    assert processes.find_program("git", flavour, path="::.:bin", is_program=present.__contains__) is None
+    assert programs.find_program("git", flavour, path="::.:bin", is_program=present.__contains__) is None
 
 
 def test_a_workspace_asked_again_about_thousands_of_long_names_fits_each_git_command_line(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp import processes
+from codescout_mcp import processes, programs
 from codescout_mcp.processes import (
     CHILD_DATA_BYTES,
     Cancelled,
@@ -27,11 +27,11 @@ from codescout_mcp.processes import (
     StreamedChild,
     call_seconds,
     current_stop,
-    find_program,
     run_child,
     take_lock,
     working_for,
 )
+from codescout_mcp.programs import find_program
 from tests.platforms import PROC, PROCESS_GROUPS, linux_only, posix_only
 
 ENV = dict(os.environ)
@@ -424,11 +424,11 @@ def test_windows_own_programs_are_found_in_its_system_folder(monkeypatch: pytest
     """Simulated: the variables Windows sets (SYSTEMROOT, and WINDIR as older tools read it)."""
     for name in ("SYSTEMROOT", "WINDIR"):
         monkeypatch.delenv(name, raising=False)
-    assert processes.windows_system_program("taskkill.exe") == "C:\\Windows\\System32\\taskkill.exe"
+    assert programs.windows_system_program("taskkill.exe") == "C:\\Windows\\System32\\taskkill.exe"
     monkeypatch.setenv("WINDIR", "E:\\Win")
-    assert processes.windows_system_program("taskkill.exe") == "E:\\Win\\System32\\taskkill.exe"
+    assert programs.windows_system_program("taskkill.exe") == "E:\\Win\\System32\\taskkill.exe"
     monkeypatch.setenv("SYSTEMROOT", "D:\\Windows")
-    assert processes.windows_system_program("taskkill.exe") == "D:\\Windows\\System32\\taskkill.exe"
+    assert programs.windows_system_program("taskkill.exe") == "D:\\Windows\\System32\\taskkill.exe"
 
 
 def test_a_child_is_ended_on_windows_with_its_tree_by_taskkill(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,13 +16,10 @@ import sys
 
 from codescout_mcp import limits
 from codescout_mcp.cli_streams import (
-    EXIT_OK,
     CliError,
     State,
-    fail,
     guarded,
     leave,
-    read_input,
     write_all,
     write_stdout,
 )
@@ -396,76 +393,15 @@ def _timestamp(text: str) -> float:
 
 
 def _run_hits(args: argparse.Namespace) -> int:
-    from codescout_mcp.cli_streams import ProgressOnTerminal, end_children_on_signals, is_console
+    from codescout_mcp.checkout_commands import run_hits
 
-    end_children_on_signals()
-    _cache_choice(args)
-    _warnings_as_lines()
-    from codescout_mcp.facts.hits import HitsError, hits_arguments
-
-    if args.source is None and 0 not in State.closed and is_console(0):
-        args.parser.error("pipe ripgrep's output in (rg --json PATTERN | codescout hits) or use --from FILE")
-    name = args.source or "-"
-    source = "stdin" if name == "-" else shown(name)
-    try:
-        data = read_input(name, source, args.max_input_bytes)
-        with ProgressOnTerminal():
-            arguments = hits_arguments(
-                data,
-                source,
-                repo=args.repo,
-                codeowners=args.codeowners,
-                warn=lambda m: fail(f"warning: {m}"),
-                now=args.now,
-                limit=args.limit,
-            )
-    except HitsError as error:
-        raise CliError(str(error)) from None
-    from codescout_mcp.rank_command import render_json
-
-    write_stdout(render_json(arguments))
-    return EXIT_OK
+    return run_hits(args)
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    """`codescout search`: the search tool's handler, run in process on the workspace named."""
-    import time
+    from codescout_mcp.checkout_commands import run_search
 
-    from codescout_mcp.cli_streams import ProgressOnTerminal, end_children_on_signals
-
-    end_children_on_signals()
-    _cache_choice(args)
-    _warnings_as_lines()
-    from codescout_mcp.facts.git import GitError
-    from codescout_mcp.facts.gitfiles import RepositoryError
-    from codescout_mcp.facts.lookup import Lookup
-    from codescout_mcp.facts.search import SearchError
-    from codescout_mcp.rank_command import render_json
-    from codescout_mcp.search import SearchTool
-    from codescout_mcp.validate import InvalidArguments
-    from codescout_mcp.workspace import Workspace
-
-    folder = args.workspace if args.workspace is not None else "."
-    if not os.path.isdir(folder):
-        args.parser.error(f"--workspace {folder}: not a directory")
-    arguments: dict[str, object] = {"pattern": args.pattern, "fixed_strings": args.fixed_strings}
-    arguments["ignore_case"] = args.ignore_case
-    arguments |= {name: getattr(args, name) for name in ("path", "glob", "limit") if getattr(args, name) is not None}
-    tool = SearchTool(Workspace(folder, warn=lambda message: fail(f"warning: {message}")))
-    lookup = Lookup(time.time() if args.now is None else args.now, seconds=tool.seconds)
-    try:
-        with ProgressOnTerminal():
-            answer, notes = tool.search(arguments, lookup)
-    except InvalidArguments as error:
-        raise CliError(str(error)) from None
-    except SearchError as error:
-        raise CliError(f"{error.where}: {error}" if error.where else str(error)) from None
-    except (RepositoryError, GitError) as error:
-        raise CliError(f"the workspace {shown(os.path.realpath(folder))} cannot be read: {error}") from None
-    for note in notes:
-        fail(f"note: {note}")
-    write_stdout(render_json(answer))
-    return EXIT_OK
+    return run_search(args)
 
 
 def _run_mcp(args: argparse.Namespace) -> int:
@@ -480,7 +416,10 @@ def _run_mcp(args: argparse.Namespace) -> int:
     workspace = _workspace(args)
 
     configure_logging(args.log_level)
-    _cache_choice(args)
+    if args.no_cache:
+        from codescout_mcp.facts import cache
+
+        cache.disable()
     warm = workspace is not None and not args.no_warm
     if args.transport == "stdio":
         from codescout_mcp.stdio import serve_stdio
@@ -502,29 +441,6 @@ def _run_mcp(args: argparse.Namespace) -> int:
         log_level=args.log_level,
     )
     return serve_http(settings, workspace=workspace, warm=warm)
-
-
-def _cache_choice(args: argparse.Namespace) -> None:
-    """--no-cache: this process reads and writes no cached history."""
-    if args.no_cache:
-        from codescout_mcp.facts import cache
-
-        cache.disable()
-
-
-def _warnings_as_lines() -> None:
-    """What `hits` and `search` log at warning level (a cache folder not used, ripgrep unconfined)
-    is said as their other warnings are: one line on stderr, `codescout: warning: ...`."""
-    import logging
-
-    class OneLine(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            fail(f"warning: {record.getMessage()}")
-
-    found = logging.getLogger("codescout")
-    found.addHandler(OneLine(logging.WARNING))
-    found.setLevel(logging.WARNING)
-    found.propagate = False
 
 
 def _workspace(args: argparse.Namespace) -> str | None:

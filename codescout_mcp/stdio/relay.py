@@ -16,7 +16,7 @@ these promises:
    with one id (in a batch and out of it, say) never swap answers. A cancellation names the
    newest pending request with that id;
 3. at 2025-03-26 a batch is served member by member and answered with one array, holding at
-   most `jsonrpc.MAX_BATCH` members and MAX_BATCH_ANSWER_BYTES of answers (past that, each
+   most `jsonrpc.MAX_BATCH` members and `records.MAX_BATCH_ANSWER_BYTES` of answers (past that, each
    further answer is an error saying so, rather than memory without bound); the array goes
    out when its last member settles. Its calls of codescout's tools share one deadline,
    CALL_SECONDS from when the batch is read: one that starts after it is a tool error;
@@ -55,11 +55,9 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
-from codescout_mcp.answers import words
 from codescout_mcp.answers.door import Call, Door, Session
 from codescout_mcp.jsonrpc import (
     BLANK,
-    INTERNAL_ERROR,
     Refusal,
     RequestId,
     Unanswerable,
@@ -69,12 +67,12 @@ from codescout_mcp.jsonrpc import (
     encode,
     to_message,
 )
-from codescout_mcp.processes import Stop
 from codescout_mcp.protocol import BATCH_VERSIONS, CALL_SECONDS
 from codescout_mcp.server import build_server
 from codescout_mcp.stdio.early import Backlogged, EarlyCall
 from codescout_mcp.stdio.framing import Line, value_of
 from codescout_mcp.stdio.pipes import DRAIN_SECONDS, EOF, Reader, Stopper, Writer
+from codescout_mcp.stdio.records import Batch, Pending
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -83,7 +81,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("codescout")
 
-MAX_BATCH_ANSWER_BYTES: Final = 64 * 1024 * 1024
 MAX_IN_FLIGHT: Final = 64
 # Bytes of requests being served at once; one request larger than this still runs, alone.
 IN_FLIGHT_BYTES: Final = 64 * 1024 * 1024
@@ -109,66 +106,6 @@ class SdkSession:
         relay = _Relay(self.server, door, session, reader, writer, stopper)
         with contextlib.suppress(KeyboardInterrupt):
             anyio.run(relay.run, backlog)
-
-
-class _Batch:
-    """The answers to one JSON-RPC batch, sent as one array once every request is settled."""
-
-    def __init__(self) -> None:
-        self.answers: list[dict[str, Any] | None] = []  # in the order of the batch's members
-        self.slots: dict[int, int] = {}
-        self.waiting = 0
-        self.bytes = 0
-        self.sent = False
-
-    def refused(self, refusal: Refusal) -> None:
-        self.answers.append(refusal.as_dict())
-
-    def expect(self, internal: int) -> None:
-        self.slots[internal] = len(self.answers)
-        self.answers.append(None)
-        self.waiting += 1
-
-    def answer(self, internal: int, reply: dict[str, Any] | None) -> None:
-        """One request's answer (None: settled without one, as when cancelled)."""
-        index = self.slots.pop(internal, None)
-        if index is None:
-            return
-        if reply is not None:
-            size = len(encode(reply))
-            if self.bytes + size > MAX_BATCH_ANSWER_BYTES:
-                message = words.batch_too_large(f"{MAX_BATCH_ANSWER_BYTES} bytes")
-                reply = Refusal(INTERNAL_ERROR, message, reply.get("id")).as_dict()
-                size = len(encode(reply))
-            self.bytes += size
-        self.answers[index] = reply
-        self.waiting -= 1
-
-    def line(self) -> bytes | None:
-        """The batch's answer, once complete (and only once); None while waiting, or for notifications only."""
-        if self.waiting or self.sent:
-            return None
-        self.sent = True
-        replies = [answer for answer in self.answers if answer is not None]
-        return encode(replies) if replies else None
-
-
-class Pending:
-    """One request handed to the SDK and not yet settled."""
-
-    __slots__ = ("batch", "cancelled", "client_id", "direct", "early", "early_call", "handshake", "size", "stop")
-
-    def __init__(self, client_id: object, size: int, batch: _Batch | None, early: bytes | None) -> None:
-        self.client_id = client_id
-        self.size = size
-        self.batch = batch
-        self.early = early  # the answer already sent for it, if any
-        self.direct = False  # answered by codescout (the door), not handed to the SDK
-        self.stop: Stop | None = None  # a door's call's stop
-        self.cancelled = False  # a door's call the client cancelled: its answer is dropped
-        self.early_call: EarlyCall | None = None  # the call that began before the SDK was up
-        # For an `initialize` the SDK must answer: set once it has (what follows depends on it).
-        self.handshake: anyio.Event | None = None
 
 
 class _Relay:
@@ -322,7 +259,7 @@ class _Relay:
         await self._wait_for_room(size)
         self._start_direct(next(self._ids), call, size, None)
 
-    def _start_direct(self, internal: int, call: Call, size: int, batch: _Batch | None) -> None:
+    def _start_direct(self, internal: int, call: Call, size: int, batch: Batch | None) -> None:
         call.report_to(self._notify)  # (its progress, when the client asked for it)
         record = Pending(call.request_id, size, batch, None)
         record.direct = True
@@ -389,7 +326,7 @@ class _Relay:
         self,
         message: types.JSONRPCMessage,
         to_server: MemoryObjectSendStream[SessionMessage | Exception],
-        batch: _Batch | None,
+        batch: Batch | None,
         *,
         early: bytes | None = None,
         size: int = 0,
@@ -478,7 +415,7 @@ class _Relay:
     ) -> None:
         """A JSON-RPC batch (protocol 2025-03-26): each member served (through the door, as alone),
         the answers in one array."""
-        batch = _Batch()
+        batch = Batch()
         deadline = time.monotonic() + CALL_SECONDS  # one for all its calls, which run at once
         served: list[tuple[types.JSONRPCMessage | Call, int | None]] = []
         ids: set[tuple[type, RequestId]] = set()  # a batch's answers are told apart by their ids
@@ -511,7 +448,7 @@ class _Relay:
                 await self._relay(message, to_server, batch, size=share, internal=internal)
         self._send_batch(batch)
 
-    def _send_batch(self, batch: _Batch) -> None:
+    def _send_batch(self, batch: Batch) -> None:
         line = batch.line()
         if line is not None:
             self.writer.send(line)

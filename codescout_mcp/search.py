@@ -112,6 +112,7 @@ class SearchTool:
         for name in ("pattern", "glob"):
             if isinstance(checked.get(name), str):
                 _check_argument(name, checked[name], fixed=checked["fixed_strings"])
+        check_confinable_ahead()
         search = Search(
             checked["pattern"],
             fixed_strings=checked["fixed_strings"],
@@ -220,12 +221,30 @@ def _confinement(pinned: Pin, vetted: Vetted) -> Confinement | None:
 
 
 _CONFINABLE: dict[str, bool] = {}
+_CONFINABLE_LOCK = threading.Lock()
+
+
+def check_confinable_ahead() -> None:
+    """Start `confinable`'s one check of this process's ripgrep in a thread of its own, so that
+    it overlaps the work a search does before ripgrep runs (the search waits for its answer)."""
+    try:
+        program = rg_program()
+    except SearchError:
+        return  # (the search says so itself)
+    if program not in _CONFINABLE:
+        threading.Thread(target=confinable, args=(program,), daemon=True, name="codescout-sandbox-check").start()
 
 
 def confinable(program: str) -> bool:
     """Whether `program` starts and answers in a sandbox that lets it read nothing of the workspace
     (its libraries may be where the sandbox does not look: then searches run unconfined, and the
-    check of their folders after each run is what guards them). Asked once per program."""
+    check of their folders after each run is what guards them). Asked once per program, by one
+    thread at a time."""
+    with _CONFINABLE_LOCK:
+        return _confinable(program)
+
+
+def _confinable(program: str) -> bool:
     if program not in _CONFINABLE:
         import subprocess
 

@@ -561,3 +561,23 @@ def test_a_file_edited_while_ripgrep_runs_is_dated_today(tmp_path: Path, monkeyp
     monkeypatch.setattr(search_module, "count_matches", edited_meanwhile)
     answer, _ = SearchTool(Workspace(str(repo.root))).search({"pattern": "search"}, Lookup(time.time(), seconds=60))
     assert [(hit["path"], hit["last_modified_days"]) for hit in answer["results"]] == [("a.py", 0)]
+
+
+def test_whether_ripgrep_starts_confined_is_asked_once_however_many_ask(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check a search starts ahead of its ripgrep and the one the search then waits on are
+    one check: callers at once wait for the first one's answer."""
+    asked: list[str] = []
+
+    def slow_confine(**kwargs: Any) -> None:
+        asked.append("confine")
+        time.sleep(0.2)  # (no sandbox given: the answer is False)
+
+    monkeypatch.setattr(search_module, "confine", slow_confine)
+    monkeypatch.setattr(search_module, "_CONFINABLE", {})
+    answers: list[bool] = []
+    callers = [threading.Thread(target=lambda: answers.append(search_module.confinable("/no/rg"))) for _ in range(4)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join(10)
+    assert asked == ["confine"] and answers == [False] * 4

@@ -89,6 +89,8 @@ TESTS: dict[str, list[str]] = {
         "-k",
         "not through_cli and not over_stdio and not over_http and not variable and not git_dir",
     ],
+    # The search tool's flat arguments: their unit tests, then the searches that check them.
+    "flatcheck.py": ["tests/unit/test_validate.py", "tests/repositories/test_search.py"],
     **{
         module: [
             "tests/unit/test_repository.py",

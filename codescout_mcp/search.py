@@ -53,13 +53,14 @@ from codescout_mcp.facts.search import (
     count_matches,
     rg_program,
 )
+from codescout_mcp.flatcheck import FlatChecker
 from codescout_mcp.paths import LinkOnTheWay, Pin, pin
 from codescout_mcp.platform import CURRENT, System
 from codescout_mcp.processes import call_seconds, take_lock
 from codescout_mcp.protocol import CALL_SECONDS
 from codescout_mcp.sandbox import Confinement, confine
 from codescout_mcp.text import quoted, shown
-from codescout_mcp.validate import FlatChecker, InvalidArguments
+from codescout_mcp.validate import InvalidArguments
 from codescout_mcp.workspace import Workspace
 
 logger = logging.getLogger("codescout")

@@ -118,7 +118,7 @@ class Checker:
         from jsonschema import Draft202012Validator
 
         if type(arguments) is not dict:
-            yield _Problem((), (), f"expected an object, got {_show(arguments)}")
+            yield _Problem((), (), f"expected an object, got {show(arguments)}")
             return
         top = Draft202012Validator(self.top_level_schema)
         yield from _from_jsonschema(top.iter_errors(arguments), arguments, self.top_level_schema, (), ())
@@ -154,7 +154,7 @@ class Checker:
 # --- the accept path, compiled from the schema -------------------------------------------
 
 
-def _check_keywords(schema: dict[str, Any], where: str) -> None:
+def check_keywords(schema: dict[str, Any], where: str) -> None:
     unknown = set(schema) - _KEYWORDS - _ANNOTATIONS
     if unknown:
         raise NotImplementedError(f"{where}: the compiled checker has no rule for {sorted(unknown)}")
@@ -162,7 +162,7 @@ def _check_keywords(schema: dict[str, Any], where: str) -> None:
 
 def _value_lines(schema: dict[str, Any], var: str, fail: str, where: str) -> list[str]:
     """Statements that run `fail` unless `var` holds a value of a scalar or array field."""
-    _check_keywords(schema, where)
+    check_keywords(schema, where)
     kind = schema["type"]
     if kind == "string":
         cond = f"type({var}) is str"
@@ -189,7 +189,7 @@ def _value_lines(schema: dict[str, Any], var: str, fail: str, where: str) -> lis
 
 def _object_lines(schema: dict[str, Any], var: str, fail: str, where: str, *, unique: str | None = None) -> list[str]:
     """Statements that run `fail` unless `var` is an object whose fields pass (items unchecked)."""
-    _check_keywords(schema, where)
+    check_keywords(schema, where)
     if schema["type"] != "object":
         raise NotImplementedError(f"{where}: expected an object schema")
     lines = [f"if type({var}) is not dict: {fail}"]
@@ -271,7 +271,7 @@ def _build_hit_scanner(item_schema: dict[str, Any]) -> Callable[[list[Any]], tup
 
 def duplicate_message(path: str, first: int) -> str:
     """What is wrong with a path that hit number `first` gave already."""
-    return f"duplicate path {_show(path)}, first given at {format_location(('hits', first))}"
+    return f"duplicate path {show(path)}, first given at {format_location(('hits', first))}"
 
 
 def duplicate_error(paths: list[str]) -> InvalidArguments:
@@ -378,18 +378,18 @@ def _integer_rules(
     schema = parent["properties"][name]
     if type(value) is int and (value >= HUGE or (value <= -HUGE and "minimum" not in schema)):
         # (Below a minimum, a long negative integer is refused by the bound, in its words.)
-        yield _Problem(order, (*base, name), _too_long(value))
+        yield _Problem(order, (*base, name), too_long(value))
     elif type(value) is float and value.is_integer() and abs(value) > MAX_EXACT_FLOAT:
         required = name in parent.get("required", ())
         yield _Problem(
             order,
             (*base, name),
-            f"expected {_describe(schema, required=required)}, got {_show(value)} "
+            f"expected {describe(schema, required=required)}, got {show(value)} "
             "(write integers beyond 2**53 without a fraction or exponent)",
         )
 
 
-def _too_long(value: int) -> str:
+def too_long(value: int) -> str:
     return (
         f"expected an integer of at most {MAX_INTEGER_DIGITS} digits, got a {'larger' if value > 0 else 'longer'} one"
     )
@@ -409,13 +409,13 @@ def _from_jsonschema(
                     yield _Problem(
                         (*order, len(present) + error.validator_value.index(name)),
                         (*base, *rel, name),
-                        f"missing, expected {_describe(sub, required=True)}",
+                        f"missing, expected {describe(sub, required=True)}",
                     )
             continue
         sub = _subschema(schema, rel)
         required = _is_required(schema, rel)
         if error.validator in ("type", "minimum", "minLength", "minItems"):
-            message = f"expected {_describe(sub, required=required)}, got {_show(error.instance)}"
+            message = f"expected {describe(sub, required=required)}, got {show(error.instance)}"
         else:  # pragma: no cover - the schema uses no other keyword
             message = error.message
         yield _Problem(order, (*base, *rel), message)
@@ -444,7 +444,7 @@ def _is_required(schema: dict[str, Any], rel: Path) -> bool:
     return not rel or rel[0] in schema.get("required", ())
 
 
-def _describe(schema: dict[str, Any], *, required: bool) -> str:
+def describe(schema: dict[str, Any], *, required: bool) -> str:
     """What a value must be, in words: 'an integer >= 1', 'a non-empty string'."""
     kind = schema["type"]
     if kind == "integer":
@@ -463,7 +463,7 @@ def _describe(schema: dict[str, Any], *, required: bool) -> str:
 SHOW_LIMIT: Final = 60
 
 
-def _show(value: object) -> str:
+def show(value: object) -> str:
     """A short, one-line rendering of a received value for an error message."""
     if value is None:
         return "null"
@@ -494,53 +494,6 @@ def format_location(path: Path) -> str:
     for step in path:
         text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else step)
     return text or ROOT
-
-
-class FlatChecker:
-    """The checker for a tool whose arguments are one object of strings, integers and booleans
-    (the search tool's), read from its schema: each field's type and bound, the first problem in
-    input order named, in the words the ranking tools' errors use."""
-
-    _TYPES: Final = {"string": (str,), "integer": (int, float), "boolean": (bool,)}
-
-    def __init__(self, schema: dict[str, Any]) -> None:
-        self.properties: dict[str, Any] = schema["properties"]
-        self.required = [name for name in self.properties if name in set(schema.get("required", ()))]
-        for name, sub in self.properties.items():
-            _check_keywords(sub, name)
-            if sub["type"] not in self._TYPES:
-                raise NotImplementedError(f"{name}: the flat checker has no rule for type {sub['type']!r}")
-
-    def validate(self, arguments: object) -> dict[str, Any]:
-        """Every field with its value (or its default), or InvalidArguments for the first problem."""
-        if type(arguments) is not dict:
-            raise InvalidArguments(ROOT, f"expected an object, got {_show(arguments)}")
-        checked = {name: sub["default"] for name, sub in self.properties.items() if "default" in sub}
-        for name, value in dict.items(arguments):
-            sub = self.properties.get(name) if type(name) is str else None
-            if sub is None:
-                continue  # a field the tool does not read is ignored
-            checked[name] = self._value(name, sub, value)
-        for name in self.required:
-            if name not in arguments:
-                raise InvalidArguments(name, f"missing, expected {_describe(self.properties[name], required=True)}")
-        return checked
-
-    def _value(self, name: str, schema: dict[str, Any], value: object) -> object:
-        required = name in self.required
-        kind = schema["type"]
-        if kind == "boolean" and type(value) is bool:
-            return value
-        if kind == "string" and type(value) is str and len(value) >= schema.get("minLength", 0):
-            return value
-        if kind == "integer" and (type(value) is int or type(value) is float):
-            number = value
-            if type(number) is int and (number >= HUGE or (number <= -HUGE and "minimum" not in schema)):
-                raise InvalidArguments(name, _too_long(number))
-            integral = type(number) is int or (float(number).is_integer() and abs(number) <= MAX_EXACT_FLOAT)
-            if integral and number >= schema.get("minimum", -HUGE):
-                return int(number)
-        raise InvalidArguments(name, f"expected {_describe(schema, required=required)}, got {_show(value)}")
 
 
 RANK_CHECKER: Final = Checker(INPUT_SCHEMA)

@@ -11,9 +11,9 @@ import pytest
 
 from codescout_mcp import InvalidArguments, rank
 from codescout_mcp.contract import INPUT_SCHEMA, MAX_INTEGER_DIGITS, WORKSPACE_INPUT_SCHEMA
+from codescout_mcp.flatcheck import FlatChecker
 from codescout_mcp.validate import (
     Checker,
-    FlatChecker,
     OversizedInteger,
     _build_hit_scanner,
     _build_top_level_check,

@@ -159,6 +159,8 @@ TESTS: dict[str, list[str]] = {
     # git's words, deadlines and overrides in process first, then what a hostile checkout sets.
     "facts/git.py": [
         "tests/unit/test_git.py",
+        "tests/unit/test_repository_parts.py",  # the command line cut into runs that fit (chunks)
+        "tests/unit/test_platform.py",  # the same, counted as Windows and macOS count
         "tests/repositories/test_hostile_checkouts.py",
         "tests/repositories/test_checkouts.py",  # a refused repository, submodules
         "tests/repositories/test_hits.py",

@@ -17,6 +17,7 @@ from codescout_mcp.platform import CURRENT, System, posix_form
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
 
 # --- where a path is ------------------------------------------------------------------------
@@ -376,3 +377,17 @@ def _steps_by_name(root: str, below: list[str]) -> tuple[tuple[int, int], ...]:
             raise LinkOnTheWay(f"{path} is a symbolic link")
         steps.append(_identity(status))
     return tuple(steps)
+
+
+def stat_signature(path: Path | str) -> tuple[int, int, int] | None:
+    """`signature` of the file at `path` (None: no such file, or it cannot be read)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return signature(info)
+
+
+def signature(info: os.stat_result | None) -> tuple[int, int, int] | None:
+    """What says a file changed: its modification time, size and inode (None: no such file)."""
+    return None if info is None else (info.st_mtime_ns, info.st_size, info.st_ino)

@@ -36,8 +36,7 @@ from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
 from codescout_mcp.facts.ignorefiles import IgnoreFiles
-from codescout_mcp.facts.lookup import Lookup, NeedsWork
-from codescout_mcp.facts.repository import FileFacts
+from codescout_mcp.facts.lookup import FileFacts, Lookup, NeedsWork
 from codescout_mcp.paths import (
     LinkOnTheWay,
     ancestors,

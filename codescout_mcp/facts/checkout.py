@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Final
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.git import GitError, GitMissing, NotARepository
 from codescout_mcp.facts.gitfiles import BlockingFile, RepositoryError
-from codescout_mcp.facts.lookup import Lookup, NeedsWork
-from codescout_mcp.facts.repository import STATUS_SLACK_NS, Described, FileFacts, RepositoryFacts
+from codescout_mcp.facts.lookup import Described, FileFacts, Lookup, NeedsWork
+from codescout_mcp.facts.repository import STATUS_SLACK_NS, RepositoryFacts
 from codescout_mcp.paths import changed_ns, folder_identity, located, relative_inside, relative_to, same_folder_inside
 from codescout_mcp.platform import CURRENT, System
 from codescout_mcp.text import shown

@@ -27,12 +27,12 @@ the C locale, so that a refusal can be told from a failure by its words.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-from codescout_mcp.platform import decode_name
+from codescout_mcp.platform import System, decode_name
 from codescout_mcp.processes import ChildOutputTooLarge, ChildTimeout, StreamedChild, run_child
 from codescout_mcp.programs import find_program
 from codescout_mcp.text import shown
@@ -334,3 +334,34 @@ def _refused_folder(text: str) -> str | None:
     _, found, rest = text.partition(" at '")
     folder, closed, _ = rest.partition("'")
     return folder if found and closed else None
+
+
+def command_cost(arguments: Iterable[str], system: System) -> int:
+    """What `arguments` take of a command line, counted as the system counts.
+
+    POSIX counts the bytes of each argument and its NUL (a name of three-byte characters is
+    three times its length); Windows counts UTF-16 units of the whole command line, each
+    argument with a separator and its quotes.
+    """
+    if system.windows:
+        return sum(len(argument.encode("utf-16-le", "surrogatepass")) // 2 + 3 for argument in arguments)
+    return sum(len(argument.encode("utf-8", "surrogateescape")) + 1 for argument in arguments)
+
+
+def chunks(names: list[str], system: System, fixed: list[str]) -> list[list[str]]:
+    """`names` in runs that, each with the `fixed` arguments, stay under the system's command-line
+    limit (a name too long even alone is a run of its own)."""
+    limit = system.command_line_limit - command_cost(fixed, system)
+    runs: list[list[str]] = []
+    run: list[str] = []
+    size = 0
+    for name in names:
+        cost = command_cost((name,), system)
+        if run and size + cost > limit:
+            runs.append(run)
+            run, size = [], 0
+        run.append(name)
+        size += cost
+    if run:
+        runs.append(run)
+    return runs

@@ -21,8 +21,7 @@ from codescout_mcp.facts import Warn
 from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
-from codescout_mcp.facts.lookup import Lookup
-from codescout_mcp.facts.repository import FileFacts
+from codescout_mcp.facts.lookup import FileFacts, Lookup
 from codescout_mcp.facts.ripgrep import RipgrepError, read_match_counts
 from codescout_mcp.text import shown
 

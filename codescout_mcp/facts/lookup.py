@@ -1,5 +1,6 @@
-"""One call's terms for what repositories say (`Lookup`), and what a lookup that may answer only
-from what is known raises when it cannot (`NeedsWork`).
+"""One call's terms for what repositories say (`Lookup`), what a lookup that may answer only from
+what is known raises when it cannot (`NeedsWork`), and what a lookup answers of each file
+(`FileFacts`: its whole days and owner; `Described`: every file's, or its stat error).
 
 A lookup is passed down through `checkout.Checkout`, `repository.RepositoryFacts` and
 `history.History`, never kept on them: they are shared between calls, and a lookup is one call's.
@@ -9,10 +10,14 @@ from __future__ import annotations
 
 import math
 import time
+from functools import partial
 from pathlib import Path
+from typing import Final, NamedTuple
 
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.text import shown
+
+SECONDS_PER_DAY: Final = 86_400
 
 
 class NeedsWork(Exception):
@@ -43,3 +48,31 @@ class Lookup:
             said = shown(str(where)) if where is not None else "the repository"
             raise GitError(f"reading {said} took longer than the time allowed")
         return left
+
+
+class Described:
+    """What one lookup found: each path's facts (or its stat error), the paths git tracks under
+    another spelling (that spelling), and notes the caller should pass on."""
+
+    __slots__ = ("facts", "notes", "spellings")
+
+    def __init__(self, facts: dict[str, FileFacts | OSError], spellings: dict[str, str], notes: list[str]) -> None:
+        self.facts = facts
+        self.spellings = spellings
+        self.notes = notes
+
+
+class FileFacts(NamedTuple):
+    """What is known of one file: whole days since it last changed, and its owners."""
+
+    days: int
+    owner: str | None
+
+
+# FileFacts made without the Python frame of its `__new__` (one per file a call describes).
+file_facts: Final = partial(tuple.__new__, FileFacts)
+
+
+def whole_days(now: float, then: float) -> int:
+    """Whole days from `then` to `now`; a time in the future counts as today."""
+    return max(0, math.floor((now - then) / SECONDS_PER_DAY))

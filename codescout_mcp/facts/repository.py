@@ -15,34 +15,27 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import os
 import time
 from collections.abc import Iterable
 from datetime import datetime, timezone
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Final
 
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.codeowners import CODEOWNERS_PLACES, CodeOwners, load_codeowners
-from codescout_mcp.facts.git import Git, GitError, open_failure
+from codescout_mcp.facts.git import Git, GitError, chunks, command_cost, open_failure
 from codescout_mcp.facts.gitconfig import check_includes, check_objects, check_values
 from codescout_mcp.facts.gitfiles import RepositoryError, ceiling_folders, check_for_git, git_files_around, stat_for_git
 from codescout_mcp.facts.history import History
-from codescout_mcp.facts.lookup import Lookup, NeedsWork
-from codescout_mcp.paths import (
-    NotRegular,
-    read_regular,
-    relative_inside,
-)
+from codescout_mcp.facts.lookup import Described, FileFacts, Lookup, NeedsWork, file_facts, whole_days
+from codescout_mcp.paths import NotRegular, read_regular, relative_inside, signature, stat_signature
 from codescout_mcp.platform import CURRENT, System, decode_name, long_path, loose_key, windows_plain_name
 from codescout_mcp.text import shown
 
 if TYPE_CHECKING:
     from codescout_mcp.facts.cache import HistoryCache
 
-SECONDS_PER_DAY: Final = 86_400
 # A file whose inode changed less than this before its status was read is read again: file
 # times can be coarse, and a change in the same instant as the snapshot must not be missed.
 STATUS_SLACK_NS: Final = 1_000_000_000
@@ -57,47 +50,6 @@ STATUS_ARGUMENTS: Final = (
     "--ignore-submodules=all",
     "--no-renames",
 )
-
-
-class Described:
-    """What one lookup found: each path's facts (or its stat error), the paths git tracks under
-    another spelling (that spelling), and notes the caller should pass on."""
-
-    __slots__ = ("facts", "notes", "spellings")
-
-    def __init__(self, facts: dict[str, FileFacts | OSError], spellings: dict[str, str], notes: list[str]) -> None:
-        self.facts = facts
-        self.spellings = spellings
-        self.notes = notes
-
-
-class FileFacts(NamedTuple):
-    """What is known of one file: whole days since it last changed, and its owners."""
-
-    days: int
-    owner: str | None
-
-
-# FileFacts made without the Python frame of its `__new__` (one per file a call describes).
-_facts: Final = partial(tuple.__new__, FileFacts)
-
-
-def whole_days(now: float, then: float) -> int:
-    """Whole days from `then` to `now`; a time in the future counts as today."""
-    return max(0, math.floor((now - then) / SECONDS_PER_DAY))
-
-
-def _stat_signature(path: Path | str) -> tuple[int, int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return _signature(info)
-
-
-def _signature(info: os.stat_result | None) -> tuple[int, int, int] | None:
-    """What says a file changed: its modification time, size and inode (None: no such file)."""
-    return None if info is None else (info.st_mtime_ns, info.st_size, info.st_ino)
 
 
 class RepositoryFacts:
@@ -252,7 +204,7 @@ class RepositoryFacts:
         if paths is None:
             paths = self._watched_files(head, target)
             self._watched = {target: paths}
-        return (target, *(_signature(stat_for_git(path)) for path in paths))
+        return (target, *(signature(stat_for_git(path)) for path in paths))
 
     def _watched_files(self, head: str, target: str) -> tuple[str, ...]:
         """The files whose change says the repository moved on, while HEAD holds `target`."""
@@ -331,21 +283,21 @@ class RepositoryFacts:
                 continue
             tracked_name = spelled.get(name, name)
             if tracked_name in changed:
-                facts[name] = _facts((0, owner_of(tracked_name)))
+                facts[name] = file_facts((0, owner_of(tracked_name)))
             elif tracked_name in commit_times:
-                facts[name] = _facts((whole_days(now, commit_times[tracked_name]), owner_of(tracked_name)))
+                facts[name] = file_facts((whole_days(now, commit_times[tracked_name]), owner_of(tracked_name)))
                 at_boundary += tracked_name in at_boundary_names
             elif name == ".." or name.startswith("../") or os.path.isabs(name):  # not in this work tree
-                facts[name] = _facts((whole_days(now, status.st_mtime), None))
+                facts[name] = file_facts((whole_days(now, status.st_mtime), None))
             else:
-                facts[name] = _facts((whole_days(now, status.st_mtime), owner_of(tracked_name)))
+                facts[name] = file_facts((whole_days(now, status.st_mtime), owner_of(tracked_name)))
         return Described(facts, spelled, [self._shallow_note(at_boundary)] if at_boundary else [])
 
     def codeowners(self, cached_only: bool) -> CodeOwners:
         """The CODEOWNERS rules, read again only when a CODEOWNERS file changed."""
         if not self.in_git:
             return CodeOwners.empty()
-        signature = tuple(_stat_signature(path) for path in self._codeowners_files)
+        signature = tuple(stat_signature(path) for path in self._codeowners_files)
         if self._owners is None or signature != self._owners_signature:
             if cached_only:
                 raise NeedsWork
@@ -462,13 +414,13 @@ class RepositoryFacts:
         fixed = self.git.command(*STATUS_ARGUMENTS, "--", extra=filters.arguments)
         if not self.system.windows:
             fixed += [f"{key}={value}" for key, value in filters.environment.items()]
-        if _command_cost(fixed, self.system) > self.system.command_line_limit // 2:
+        if command_cost(fixed, self.system) > self.system.command_line_limit // 2:
             raise GitError(
                 f"{shown(str(self.base))} defines more filter drivers than codescout can tell git to "
                 "leave unused on one command line; its files are not read"
             )
         changed: set[str] = set()
-        for chunk in _chunks(list(names), self.system, fixed) if names else [[]]:
+        for chunk in chunks(list(names), self.system, fixed) if names else [[]]:
             _, out, _ = self.git.run(
                 *STATUS_ARGUMENTS, "--", *chunk, overrides=filters, seconds=lookup.seconds_left(self.base)
             )
@@ -590,34 +542,3 @@ class RepositoryFacts:
             "this branch, because they were last changed then or before; run `git fetch --unshallow` for their "
             "real ages"
         )
-
-
-def _command_cost(arguments: Iterable[str], system: System) -> int:
-    """What `arguments` take of a command line, counted as the system counts.
-
-    POSIX counts the bytes of each argument and its NUL (a name of three-byte characters is
-    three times its length); Windows counts UTF-16 units of the whole command line, each
-    argument with a separator and its quotes.
-    """
-    if system.windows:
-        return sum(len(argument.encode("utf-16-le", "surrogatepass")) // 2 + 3 for argument in arguments)
-    return sum(len(argument.encode("utf-8", "surrogateescape")) + 1 for argument in arguments)
-
-
-def _chunks(names: list[str], system: System, fixed: list[str]) -> list[list[str]]:
-    """`names` in runs that, each with the `fixed` arguments, stay under the system's command-line
-    limit (a name too long even alone is a run of its own)."""
-    limit = system.command_line_limit - _command_cost(fixed, system)
-    runs: list[list[str]] = []
-    run: list[str] = []
-    size = 0
-    for name in names:
-        cost = _command_cost((name,), system)
-        if run and size + cost > limit:
-            runs.append(run)
-            run, size = [], 0
-        run.append(name)
-        size += cost
-    if run:
-        runs.append(run)
-    return runs

@@ -1,7 +1,7 @@
 """docs/architecture.md's map holds the package as it is: every module named once, in its folder,
 each importing only modules above it in the map (at run time or for the type checker alike, so
-there is no circle either way), and every module or file a docstring or comment names in
-backticks is there.
+there is no circle either way), none longer than MAX_MODULE_LINES, and every module or file a
+docstring or comment names in backticks is there.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from tests.helpers import ROOT
 
 PACKAGE = ROOT / "codescout_mcp"
 MAP = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").split("## The map", 1)[1].split("```")[1]
+# The most lines one module may hold: past it, a module holds more than one idea.
+MAX_MODULE_LINES = 550
 # Names in backticks that are examples of a user's paths, not files of this project.
 EXAMPLES = {"src/a.py", "Src/a.py"}
 
@@ -52,6 +54,11 @@ def test_the_map_names_every_module_once() -> None:
     entries = [entry for entry in mapped() if entry.endswith(".py")]
     assert len(entries) == len(set(entries)), "a module named twice"
     assert sorted(entries) == modules()
+
+
+def test_no_module_passes_the_line_bound() -> None:
+    sizes = {name: len((PACKAGE / name).read_text(encoding="utf-8").splitlines()) for name in modules()}
+    assert {name: size for name, size in sizes.items() if size > MAX_MODULE_LINES} == {}
 
 
 def _module_of(dotted: str) -> str | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from codescout_mcp.facts.hits import parse_now
-from codescout_mcp.facts.repository import whole_days
+from codescout_mcp.facts.lookup import whole_days
 from codescout_mcp.facts.ripgrep import RipgrepError, read_match_counts
 from tests.gitrepo import DAY, NOW, NOW_SECONDS, Repo, env_for, hits_from_rg, hits_of, rg_exe, run
 from tests.helpers import codescout_exe

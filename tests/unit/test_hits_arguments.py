@@ -9,7 +9,7 @@ import pytest
 
 from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.hits import HitsError, build_arguments, parse_now
-from codescout_mcp.facts.repository import FileFacts
+from codescout_mcp.facts.lookup import FileFacts
 from tests.gitrepo import DAY, NOW_SECONDS
 from tests.platforms import DELETED_CWD, posix_only
 

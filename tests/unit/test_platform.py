@@ -27,9 +27,9 @@ import pytest
 from codescout_mcp import cli_streams, paths, platform, processes, programs
 from codescout_mcp.cli_streams import is_console
 from codescout_mcp.facts import git as git_module
-from codescout_mcp.facts.git import Git
-from codescout_mcp.facts.lookup import Lookup
-from codescout_mcp.facts.repository import STATUS_ARGUMENTS, FileFacts, RepositoryFacts, _chunks
+from codescout_mcp.facts.git import Git, chunks
+from codescout_mcp.facts.lookup import FileFacts, Lookup
+from codescout_mcp.facts.repository import STATUS_ARGUMENTS, RepositoryFacts
 from codescout_mcp.facts.ripgrep import read_match_counts
 from codescout_mcp.paths import ancestors, changed_ns, read_regular, relative_inside, relative_to, resolved_folder
 from codescout_mcp.platform import LINUX, MACOS, WINDOWS, decode_name, name_problem, stop_signals, system_for
@@ -87,7 +87,7 @@ def test_the_running_systems_rules_are_what_this_machine_does(tmp_path: Path) ->
     assert shared is system.reuse_address_shares_port
     # A child given the longest run of names the limit lets through starts.
     names = ["n" * 999] * (3 * system.command_line_limit // 1000)
-    longest = _chunks(names, system, [])[0]
+    longest = chunks(names, system, [])[0]
     assert len(longest) < len(names)
     subprocess.run([sys.executable, "-c", "", *longest], check=True)
     # Writing to a pipe whose reader has gone fails with one of the broken-pipe numbers.
@@ -312,27 +312,27 @@ def test_names_no_file_can_have() -> None:
 
 def test_long_path_lists_are_split_to_fit_the_command_line() -> None:
     names = [f"src/module_{i:04d}/file.py" for i in range(5000)]
-    runs = _chunks(names, WINDOWS, [])
+    runs = chunks(names, WINDOWS, [])
     assert [name for run in runs for name in run] == names
     assert len(runs) > 1
     assert all(sum(len(name) + 3 for name in run) <= WINDOWS.command_line_limit for run in runs)
-    assert _chunks(names, LINUX, []) == [names]
+    assert chunks(names, LINUX, []) == [names]
 
 
 def test_path_lists_are_measured_as_each_system_measures_a_command_line() -> None:
     """Bytes on POSIX (a CJK character is three), UTF-16 units on Windows (an emoji is two)."""
     cjk = ["\u6f22" * 80 + f"/{i}" for i in range(20_000)]
     for flavour in (LINUX, MACOS):
-        runs = _chunks(cjk, flavour, [])
+        runs = chunks(cjk, flavour, [])
         assert [name for run in runs for name in run] == cjk
         sizes = [sum(len(os.fsencode(name)) + 1 for name in run) for run in runs]
         assert max(sizes) <= flavour.command_line_limit < sizes[0] + len(os.fsencode(runs[1][0])) + 1
     emoji = ["\U0001f600" * 50 + f"{i}" for i in range(2_000)]
-    runs = _chunks(emoji, WINDOWS, [])
+    runs = chunks(emoji, WINDOWS, [])
     assert all(
         sum(len(name.encode("utf-16-le")) // 2 + 3 for name in run) <= WINDOWS.command_line_limit for run in runs
     )
-    assert len(runs) > len(_chunks([name.replace("\U0001f600", "a") for name in emoji], WINDOWS, []))
+    assert len(runs) > len(chunks([name.replace("\U0001f600", "a") for name in emoji], WINDOWS, []))
 
 
 def test_the_longest_git_command_line_fits_what_windows_starts() -> None:
@@ -341,7 +341,7 @@ def test_the_longest_git_command_line_fits_what_windows_starts() -> None:
     program = "C:\\" + "\\".join(["Program Files (x86)"] * 12) + "\\Git\\cmd\\git.exe"  # 250 units
     fixed = Git(Path(".")).command(*STATUS_ARGUMENTS, "--")
     names = [f"src/\U0001f600 folder {i}/a file {i}.py" for i in range(5_000)]
-    for run_ in _chunks(names, WINDOWS, fixed):
+    for run_ in chunks(names, WINDOWS, fixed):
         line = subprocess.list2cmdline([program, *fixed[1:], *run_])
         assert len(line.encode("utf-16-le")) // 2 < 32_767
 
@@ -356,7 +356,7 @@ def test_the_longest_git_command_line_leaves_room_for_an_environment(system: pla
     pointer to it: the git status run on the longest run of names leaves 256 KiB for the rest."""
     fixed = Git(Path(".")).command(*STATUS_ARGUMENTS, "--")
     names = [f"src/\u6f22 folder {i}/a file {i}.py" for i in range(100_000)]
-    argv = [*fixed, *_chunks(names, system, fixed)[0]]
+    argv = [*fixed, *chunks(names, system, fixed)[0]]
     assert sum(len(os.fsencode(arg)) + 1 + 8 for arg in argv) + (256 << 10) <= arg_max
 
 

@@ -15,17 +15,11 @@ from typing import Any
 import pytest
 
 from codescout_mcp.facts import repository
-from codescout_mcp.facts.git import Git, GitError
+from codescout_mcp.facts.git import Git, GitError, chunks, command_cost
 from codescout_mcp.facts.gitfiles import BlockingFile, RepositoryError
 from codescout_mcp.facts.history import LOG_ARGUMENTS, _read, commits_of
-from codescout_mcp.facts.lookup import Lookup
-from codescout_mcp.facts.repository import (
-    SECONDS_PER_DAY,
-    FileFacts,
-    RepositoryFacts,
-    _chunks,
-    whole_days,
-)
+from codescout_mcp.facts.lookup import SECONDS_PER_DAY, FileFacts, Lookup, whole_days
+from codescout_mcp.facts.repository import RepositoryFacts
 from codescout_mcp.platform import LINUX, WINDOWS, System, loose_key
 from tests.gitrepo import NOW_SECONDS, Repo
 from tests.platforms import CONTROL_NAMES, FIFOS, posix_only
@@ -93,25 +87,25 @@ def test_whole_days_are_counted_down_and_the_future_is_today() -> None:
 
 
 def test_names_are_cut_into_command_lines_that_fit_as_each_system_counts() -> None:
-    assert _chunks([], LINUX, []) == []
+    assert chunks([], LINUX, []) == []
     posix = with_limit(LINUX, 8)  # each name costs its UTF-8 bytes and a NUL
-    assert _chunks(["abc", "def"], posix, []) == [["abc", "def"]]  # 4 + 4: exactly the limit
-    assert _chunks(["abc", "defg"], posix, []) == [["abc"], ["defg"]]
-    assert _chunks(["abc", "defg", "hi"], posix, []) == [["abc"], ["defg", "hi"]]  # counted afresh after a cut
-    assert _chunks(["\u00e9", "abcde"], posix, []) == [["\u00e9"], ["abcde"]]  # bytes, not characters: 3 + 6
-    assert _chunks(["\udcff", "abcde"], posix, []) == [["\udcff", "abcde"]]  # a byte that is not UTF-8 is one
-    assert _chunks(["abcdefghij", "a"], posix, []) == [["abcdefghij"], ["a"]]  # too long alone: sent alone
+    assert chunks(["abc", "def"], posix, []) == [["abc", "def"]]  # 4 + 4: exactly the limit
+    assert chunks(["abc", "defg"], posix, []) == [["abc"], ["defg"]]
+    assert chunks(["abc", "defg", "hi"], posix, []) == [["abc"], ["defg", "hi"]]  # counted afresh after a cut
+    assert chunks(["\u00e9", "abcde"], posix, []) == [["\u00e9"], ["abcde"]]  # bytes, not characters: 3 + 6
+    assert chunks(["\udcff", "abcde"], posix, []) == [["\udcff", "abcde"]]  # a byte that is not UTF-8 is one
+    assert chunks(["abcdefghij", "a"], posix, []) == [["abcdefghij"], ["a"]]  # too long alone: sent alone
     windows = with_limit(WINDOWS, 8)  # UTF-16 units, a separator and two quotes
-    assert _chunks(["a", "b"], windows, []) == [["a", "b"]]
-    assert _chunks(["ab", "c"], windows, []) == [["ab"], ["c"]]
-    assert _chunks(["\U0001f600", "a"], windows, []) == [["\U0001f600"], ["a"]]  # two units: 5 + 4
-    assert _chunks(["\u00e9", "a"], windows, []) == [["\u00e9", "a"]]  # one unit, though two UTF-8 bytes
-    assert _chunks(["\udc80", "abcd"], windows, []) == [["\udc80"], ["abcd"]]  # a lone surrogate is one unit: 4 + 7
+    assert chunks(["a", "b"], windows, []) == [["a", "b"]]
+    assert chunks(["ab", "c"], windows, []) == [["ab"], ["c"]]
+    assert chunks(["\U0001f600", "a"], windows, []) == [["\U0001f600"], ["a"]]  # two units: 5 + 4
+    assert chunks(["\u00e9", "a"], windows, []) == [["\u00e9", "a"]]  # one unit, though two UTF-8 bytes
+    assert chunks(["\udc80", "abcd"], windows, []) == [["\udc80"], ["abcd"]]  # a lone surrogate is one unit: 4 + 7
     # The arguments every run carries count as the names do: "git" takes 4 bytes, or 6 units.
-    assert _chunks(["abc", "def"], with_limit(LINUX, 12), ["git"]) == [["abc", "def"]]
-    assert _chunks(["abc", "def"], with_limit(LINUX, 11), ["git"]) == [["abc"], ["def"]]
-    assert _chunks(["a", "b"], with_limit(WINDOWS, 14), ["git"]) == [["a", "b"]]
-    assert _chunks(["a", "b"], with_limit(WINDOWS, 13), ["git"]) == [["a"], ["b"]]
+    assert chunks(["abc", "def"], with_limit(LINUX, 12), ["git"]) == [["abc", "def"]]
+    assert chunks(["abc", "def"], with_limit(LINUX, 11), ["git"]) == [["abc"], ["def"]]
+    assert chunks(["a", "b"], with_limit(WINDOWS, 14), ["git"]) == [["a", "b"]]
+    assert chunks(["a", "b"], with_limit(WINDOWS, 13), ["git"]) == [["a"], ["b"]]
 
 
 def test_git_arguments_past_half_the_command_line_limit_are_refused(tmp_path: Path) -> None:
@@ -119,7 +113,7 @@ def test_git_arguments_past_half_the_command_line_limit_are_refused(tmp_path: Pa
     r = Repo(tmp_path / "r")
     r.write("a.txt", "1\n")
     r.commit("2026-01-01T00:00:00Z", "a.txt")
-    cost = repository._command_cost(Git(r.root, isolated=True).command(*repository.STATUS_ARGUMENTS, "--"), LINUX)
+    cost = command_cost(Git(r.root, isolated=True).command(*repository.STATUS_ARGUMENTS, "--"), LINUX)
     fits = RepositoryFacts.open(r.root, warn=print, isolated=True, system=with_limit(LINUX, 2 * cost))
     fits.refresh()
     assert fits.describe(["a.txt"], Lookup(NOW_SECONDS)).facts["a.txt"] == FileFacts(59, None)

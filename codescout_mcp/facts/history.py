@@ -9,11 +9,12 @@ first-parent history back from HEAD whose tree changed it relative to its first 
   the way is kept, so a later question about it needs no git at all;
 * in pieces (`step`), for the walk a server makes in the background while it waits for calls:
   a call that comes meanwhile goes on from where it stopped;
-* across processes, through the user's cache folder (`cache.HistoryCache`): a walk that reached
-  the root is written there, and a later process for the same repository reads it and walks
-  only the first-parent commits made since. A HEAD whose first-parent line does not pass
-  through the commit written (a rebase, a reset, a force pull, a merge that made it a second
-  parent) is walked whole again, as is any file that does not read as written.
+* across processes, through the user's cache folder (`cache.HistoryCache`): what each walk read
+  is written there, with where it stopped, and a later process for the same repository reads
+  it, walks only the first-parent commits made since, and goes on from there if it must. A
+  HEAD whose first-parent line does not pass through the commit written (a rebase, a reset, a
+  force pull, a merge that made it a second parent) is walked whole again, as is any file
+  that does not read as written.
 """
 
 from __future__ import annotations

@@ -84,7 +84,8 @@ class Handshake:
         `era` and `negotiated` version (the door's `Session`), or None to leave it to the SDK."""
         method, params = message["method"], message.get("params")
         reply: dict[str, Any]
-        settled: dict[str, Any] = {}
+        version: str | None = None  # what an `initialize` settles: the version, or no more early answers
+        ends_early = False
         if method == "initialize":
             if era != "handshake" or negotiated is not None:
                 return None
@@ -92,11 +93,11 @@ class Handshake:
             if sure is None:
                 return None
             if not sure:
-                settled["ends_early"] = True  # the SDK's connection stays uninitialized: it answers the rest
+                ends_early = True  # the SDK's connection stays uninitialized: it answers the rest
                 reply = {"error": words.invalid_params()}
             else:
                 assert isinstance(params, dict)
-                settled["negotiated"] = params["protocolVersion"]
+                version = params["protocolVersion"]
                 reply = {"result": self.initialize(params["protocolVersion"])}
         elif era == "handshake":
             if opens_modern(message) or negotiated is None or not list_params(params, modern=False):
@@ -121,7 +122,7 @@ class Handshake:
                 reply = {"error": words.method_not_found(method)}
             else:
                 return None
-        return Reply({"jsonrpc": "2.0", "id": message["id"], **reply}, **settled)
+        return Reply({"jsonrpc": "2.0", "id": message["id"], **reply}, negotiated=version, ends_early=ends_early)
 
     def _tools_list(self, params: object, *, modern: bool) -> dict[str, Any]:
         if isinstance(params, dict) and "cursor" in params:

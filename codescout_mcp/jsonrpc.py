@@ -9,12 +9,17 @@ and by the HTTP transport for the checks the SDK gets wrong:
   anything else with -32600, echoing the id whenever it can be read;
 * `encode` writes an answer as one line of UTF-8 JSON; a lone surrogate (legal in JSON text
   as an escape, and echoed back in ids, paths and owners) goes out as the escape it came as.
+
+Every transport reads a message the one way, `read_message`, and matches on what it gives:
+`Refused` (answer its error), `Dropped` (nothing to answer), `Batch` (serve each member, read
+the same way) or `Message` (a checked envelope, for the door). What the door leaves to the SDK
+becomes the SDK's model through `sdk_message`, which gives `Refused` and `Dropped` the same way.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from codescout_mcp.fastpath import FAST_BYTES, Decoded
 from codescout_mcp.jsontext import JsonTextError, decode_utf8, parse_json_text
@@ -27,6 +32,9 @@ INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 
 RequestId = int | str
+
+if TYPE_CHECKING:
+    from mcp_types import JSONRPCMessage
 
 
 def is_request_id(value: object) -> bool:
@@ -87,6 +95,7 @@ def encode(message: object) -> bytes:
 
 
 BLANK: Final = object()  # what read_json gives for a blank line (JSON's null is None)
+BLANK_LINE: Final = "a blank line"  # why read_message drops one (nothing to answer, nothing to log)
 
 
 def read_json(data: bytes, *, line: bool = False) -> object:
@@ -181,22 +190,92 @@ class Unanswerable(Exception):
     """A message that gets no answer at all (a malformed response): logged and dropped."""
 
 
-def to_message(value: dict[str, Any]) -> Any:
-    """A checked envelope (`check_envelope`) as the SDK's message model; Refusal if the SDK cannot take it.
+# --- one read of a message, and what a transport does with it ----------------------------
+
+
+class Refused:
+    """A message answered with a JSON-RPC error instead of being served."""
+
+    __slots__ = ("refusal",)
+
+    def __init__(self, refusal: Refusal) -> None:
+        self.refusal = refusal
+
+
+class Dropped:
+    """A message that gets no answer at all: a blank line, a malformed response."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class Batch:
+    """A JSON-RPC batch where batches are served: its members, each to be read with `read_message`."""
+
+    __slots__ = ("members",)
+
+    def __init__(self, members: list[Any]) -> None:
+        self.members = members
+
+
+class Message:
+    """One message, checked as JSON-RPC 2.0 (`check_envelope`): a request, a notification or a response."""
+
+    __slots__ = ("envelope",)
+
+    def __init__(self, envelope: dict[str, Any]) -> None:
+        self.envelope = envelope
+
+
+def read_message(
+    source: object, *, batches: bool = False, line: bool = False, seen: set[tuple[type, RequestId]] | None = None
+) -> Refused | Dropped | Batch | Message:
+    """What a message is, read once: from its bytes (a stdio line, with `line`; an HTTP body), or
+    from its JSON value (a batch member, or a message kept from before the SDK was up).
+
+    A JSON array is a `Batch` where `batches` (the session's version serves them), and refused
+    elsewhere. A batch member is read with `seen`, the ids its batch used so far.
+    """
+    try:
+        if isinstance(source, bytes):
+            value = read_json(source, line=line)
+            if value is BLANK:
+                return Dropped(BLANK_LINE)
+        else:
+            value = source
+        if batches and isinstance(value, list):
+            check_batch(value)
+            return Batch(value)
+        envelope = check_envelope(value, in_batch=seen is not None)
+        if seen is not None and "id" in envelope and "method" in envelope:
+            check_unique_id(envelope["id"], seen)
+        return Message(envelope)
+    except Refusal as refusal:
+        return Refused(refusal)
+    except Unanswerable as error:
+        return Dropped(str(error))
+
+
+def sdk_message(envelope: dict[str, Any]) -> JSONRPCMessage | Refused | Dropped:
+    """A checked envelope (`read_message`) as the SDK's message model, or what to do when the SDK
+    cannot take it: `Refused` for a request or notification, `Dropped` for a response.
 
     (The SDK is imported here, not above: the stdio transport uses this module before the SDK loads.)
     """
     import mcp_types as types
     from pydantic import ValidationError
 
-    params = value.get("params")
+    params = envelope.get("params")
     if isinstance(params, dict) and isinstance(params.get("arguments"), Decoded):  # the SDK reads JSON values
-        value = {**value, "params": {**params, "arguments": params["arguments"].plain()}}
+        envelope = {**envelope, "params": {**params, "arguments": params["arguments"].plain()}}
     try:
-        return types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+        message: JSONRPCMessage = types.jsonrpc_message_adapter.validate_python(envelope, by_name=False)
     except ValidationError:
-        if "method" not in value:  # a response: never answered
-            raise Unanswerable("a response that is not a JSON-RPC 2.0 response") from None
-        raw_id = value.get("id")
+        if "method" not in envelope:  # a response: never answered
+            return Dropped("a response that is not a JSON-RPC 2.0 response")
+        raw_id = envelope.get("id")
         request_id = raw_id if is_request_id(raw_id) else None
-        raise Refusal(INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message", request_id) from None
+        return Refused(Refusal(INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message", request_id))
+    return message

@@ -44,13 +44,15 @@ from codescout_mcp.answers.door import Call, Door, Session
 from codescout_mcp.http.budget import Held
 from codescout_mcp.jsonrpc import (
     INTERNAL_ERROR,
+    Batch,
+    Dropped,
+    Message,
     Refusal,
+    Refused,
     RequestId,
-    Unanswerable,
-    check_envelope,
-    check_unique_id,
     encode,
-    to_message,
+    read_message,
+    sdk_message,
 )
 from codescout_mcp.protocol import CALL_SECONDS
 
@@ -170,18 +172,18 @@ async def batch_answer(
 async def _batch_member(
     server: Server[Any], door: Door, member: object, version: str, seen: set[tuple[type, RequestId]], deadline: float
 ) -> dict[str, Any] | None:
-    try:
-        envelope = check_envelope(member, in_batch=True)
-        if "id" in envelope and "method" in envelope:
-            check_unique_id(envelope["id"], seen)
-        route = door.route(envelope, Session.stateless(version), deadline=deadline)
-        if isinstance(route, Call):
-            return await route.answer()
-        message = to_message(envelope)
-    except Refusal as refusal:
-        return refusal.as_dict()
-    except Unanswerable:
-        return None
-    if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
+    read = read_message(member, seen=seen)
+    if not isinstance(read, Message):
+        assert not isinstance(read, Batch)  # (a batch within a batch is refused)
+        return read.refusal.as_dict() if isinstance(read, Refused) else None
+    route = door.route(read.envelope, Session.stateless(version), deadline=deadline)
+    if isinstance(route, Call):
+        del read
+        return await route.answer()
+    message = sdk_message(read.envelope)
+    del read, route
+    if isinstance(message, Refused):
+        return message.refusal.as_dict()
+    if isinstance(message, (Dropped, types.JSONRPCResponse, types.JSONRPCError)):
         return None
     return await exchange(server, message, version)

@@ -41,16 +41,7 @@ from codescout_mcp.http.asgi import (
 )
 from codescout_mcp.http.budget import BudgetedSend
 from codescout_mcp.http.exchange import batch_answer, encoded, exchange, modern_checks_pass
-from codescout_mcp.jsonrpc import (
-    Refusal,
-    Unanswerable,
-    check_batch,
-    check_envelope,
-    decoded,
-    fast_call,
-    parsed,
-    to_message,
-)
+from codescout_mcp.jsonrpc import Batch, Dropped, Message, Refused, read_message, sdk_message
 from codescout_mcp.protocol import BATCH_VERSIONS
 
 logger = logging.getLogger("codescout")
@@ -76,47 +67,29 @@ class Router:
 
     async def _serve_handshake_era(self, body: bytes, receive: Receive, send: BudgetedSend, version: str) -> None:
         """A request at a 2025 version: one message, or a batch of them at 2025-03-26."""
-        # The body's bytes, its text and its parsed value are never all alive at once: each
-        # goes as soon as the next is made (this frame holds the only references to them).
-        value: object = fast_call(body)
-        if value is None:
-            try:
-                text = decoded(body)
-                del body
-                value = parsed(text)
-                del text
-            except Refusal as refusal:
-                await respond(send, 400, refusal.reply(), json_body=True)
-                return
-        else:
-            del body
-        if isinstance(value, list) and version in BATCH_VERSIONS:
-            await self._serve_batch(value, version, receive, send)
+        read = read_message(body, batches=version in BATCH_VERSIONS)
+        del body
+        if isinstance(read, Batch):
+            await self._serve_batch(read.members, version, receive, send)
             return
-        try:
-            envelope = check_envelope(value)
-            del value
-            route = self.door.route(envelope, Session.stateless(version))
-            call = route if isinstance(route, Call) else None
-            del route
-            message = None if call is not None else to_message(envelope)
-            del envelope
-        except Refusal as refusal:
-            await respond(send, 400, refusal.reply(), json_body=True)
+        if not isinstance(read, Message):
+            await refuse(send, read)
             return
-        except Unanswerable:
-            await respond(send, 400, MALFORMED_RESPONSE)
-            return
-        if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
-            await respond(send, 202, b"")  # a response to a request this server never sends: nothing to do
-            return
-        # The call's arguments go before its answer is written.
+        route = self.door.route(read.envelope, Session.stateless(version))
         served: dict[str, Any] | _Gone | None
-        if call is not None:
-            served = await until_gone(receive, call.answer)
-            del call
+        if isinstance(route, Call):
+            del read  # (the call's arguments go before its answer is written)
+            served = await until_gone(receive, route.answer)
+            del route
         else:
-            assert message is not None
+            message = sdk_message(read.envelope)
+            del read, route
+            if isinstance(message, (Refused, Dropped)):
+                await refuse(send, message)
+                return
+            if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
+                await respond(send, 202, b"")  # a response to a request this server never sends: nothing to do
+                return
             served = await until_gone(receive, partial(exchange, self.server, message, version))
             del message
         if isinstance(served, _Gone):
@@ -132,11 +105,6 @@ class Router:
 
     async def _serve_batch(self, members: list[Any], version: str, receive: Receive, send: BudgetedSend) -> None:
         """A JSON-RPC batch: served until its client leaves (a reset connection stops it)."""
-        try:
-            check_batch(members)
-        except Refusal as refusal:
-            await respond(send, 400, refusal.reply(), json_body=True)
-            return
         answers = await until_gone(receive, partial(batch_answer, self.server, self.door, members, version, send.held))
         if isinstance(answers, _Gone):
             logger.info("a batch's client left; the rest of the batch was not served")
@@ -155,14 +123,13 @@ class Router:
         (The SDK reads NaN and Infinity as numbers and answers every invalid body with one
         -32600 and `id: null`; here such a body gets its own error, as at the other versions.)
         """
-        try:
-            checked = check_envelope(fast_call(body) or parsed(decoded(body)))
-        except Refusal as refusal:
-            await respond(send, 400, refusal.reply(), json_body=True)
+        read = read_message(body)
+        if not isinstance(read, Message):
+            assert not isinstance(read, Batch)  # (no batches at this version)
+            await refuse(send, read)
             return
-        except Unanswerable:
-            await respond(send, 400, MALFORMED_RESPONSE)
-            return
+        checked = read.envelope
+        del read
         if "method" not in checked:
             await respond(send, 400, RESPONSE_REFUSED)
             return
@@ -180,6 +147,14 @@ class Router:
             return
         del checked, route
         await self.app(scope, replay(body, receive), send)
+
+
+async def refuse(send: BudgetedSend, read: Refused | Dropped) -> None:
+    """A body that is not served: its JSON-RPC error, or (a malformed response) a plain 400."""
+    if isinstance(read, Refused):
+        await respond(send, 400, read.refusal.reply(), json_body=True)
+    else:
+        await respond(send, 400, MALFORMED_RESPONSE)
 
 
 class _Gone:

@@ -20,9 +20,9 @@ import queue
 import threading
 
 from codescout_mcp.answers.door import Call, Early
-from codescout_mcp.jsonrpc import BLANK, Refusal, Unanswerable, check_envelope, encode
+from codescout_mcp.jsonrpc import BLANK_LINE, Batch, Dropped, Refused, encode
 from codescout_mcp.protocol import BATCH_VERSIONS
-from codescout_mcp.stdio.framing import Line, value_of
+from codescout_mcp.stdio.framing import Line, read_item
 from codescout_mcp.stdio.pipes import EOF
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
@@ -171,24 +171,23 @@ class EarlyAnswers:
     def _take(self, item: object) -> None:
         if isinstance(item, Line):
             self.backlog_bytes += len(item.data)
-        try:
-            value = value_of(item, self.max_message_bytes)  # type: ignore[arg-type]
-            if value is BLANK:
-                return
-            negotiated = self.session.negotiated
-            if isinstance(value, list) and (negotiated is None or negotiated in BATCH_VERSIONS):
-                # A batch, perhaps: whether it may be one is for the session to say.
-                self.session.end_early()
-                self._keep(Backlogged(value), request=True)
-                return
-            message = check_envelope(value)
-        except Refusal as refusal:
-            logger.info("refused a message: %s", refusal.message)
-            self.writer.send(refusal.reply())
+        negotiated = self.session.negotiated
+        # A JSON array may be a batch: whether it is one is for the session to say, once it is up.
+        read = read_item(item, self.max_message_bytes, batches=negotiated is None or negotiated in BATCH_VERSIONS)  # type: ignore[arg-type]
+        if isinstance(read, Refused):
+            logger.info("refused a message: %s", read.refusal.message)
+            self.writer.send(read.refusal.reply())
             return
-        except Unanswerable as error:
-            logger.info("dropped a message: %s", error)
+        if isinstance(read, Dropped):
+            if read.reason != BLANK_LINE:
+                logger.info("dropped a message: %s", read.reason)
             return
+        if isinstance(read, Batch):
+            self.session.end_early()
+            self._keep(Backlogged(read.members), request=True)
+            return
+        message = read.envelope
+        del read
         route = self.door.route(message, self.session)
         if isinstance(route, Early):
             early = encode(route.reply)

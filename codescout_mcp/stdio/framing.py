@@ -10,7 +10,17 @@ import json
 from collections.abc import Iterator
 from typing import Final
 
-from codescout_mcp.jsonrpc import INVALID_REQUEST, Refusal, RequestId, is_request_id, read_json
+from codescout_mcp.jsonrpc import (
+    INVALID_REQUEST,
+    Batch,
+    Dropped,
+    Message,
+    Refusal,
+    Refused,
+    RequestId,
+    is_request_id,
+    read_message,
+)
 
 
 class Line:
@@ -176,13 +186,15 @@ class IdSniffer:
         return value if is_request_id(value) else None
 
 
-def value_of(item: Line | Oversized, limit: int) -> object:
-    """The JSON value a framed item holds (BLANK for a blank line); Refusal -32600 for an oversized
-    one, -32700 for one that is not JSON."""
+def read_item(item: Line | Oversized, limit: int, *, batches: bool) -> Refused | Dropped | Batch | Message:
+    """What a framed item holds (`jsonrpc.read_message`); an oversized one is refused (-32600)."""
     if isinstance(item, Oversized):
-        raise Refusal(
-            INVALID_REQUEST,
-            f"Invalid request: the message has {item.size} bytes, more than the limit of {limit} (--max-message-bytes)",
-            item.request_id,
+        return Refused(
+            Refusal(
+                INVALID_REQUEST,
+                f"Invalid request: the message has {item.size} bytes,"
+                f" more than the limit of {limit} (--max-message-bytes)",
+                item.request_id,
+            )
         )
-    return read_json(item.data, line=True)
+    return read_message(item.data, batches=batches, line=True)

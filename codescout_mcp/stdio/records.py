@@ -1,5 +1,5 @@
 """What the stdio relay (`relay.py`) keeps of each request until it is settled (`Pending`), and
-of each 2025-03-26 batch until its last member is (`Batch`, whose answers go out as one array).
+of each 2025-03-26 batch until its last member is (`BatchAnswers`, whose answers go out as one array).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 MAX_BATCH_ANSWER_BYTES: Final = 64 * 1024 * 1024
 
 
-class Batch:
+class BatchAnswers:
     """The answers to one JSON-RPC batch, sent as one array once every request is settled."""
 
     def __init__(self) -> None:
@@ -68,7 +68,7 @@ class Pending:
 
     __slots__ = ("batch", "cancelled", "client_id", "direct", "early", "early_call", "handshake", "size", "stop")
 
-    def __init__(self, client_id: object, size: int, batch: Batch | None, early: bytes | None) -> None:
+    def __init__(self, client_id: object, size: int, batch: BatchAnswers | None, early: bytes | None) -> None:
         self.client_id = client_id
         self.size = size
         self.batch = batch

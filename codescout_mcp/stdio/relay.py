@@ -57,22 +57,23 @@ from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
 from codescout_mcp.answers.door import Call, Door, Session
 from codescout_mcp.jsonrpc import (
-    BLANK,
+    BLANK_LINE,
+    Batch,
+    Dropped,
+    Message,
     Refusal,
+    Refused,
     RequestId,
-    Unanswerable,
-    check_batch,
-    check_envelope,
-    check_unique_id,
     encode,
-    to_message,
+    read_message,
+    sdk_message,
 )
 from codescout_mcp.protocol import BATCH_VERSIONS, CALL_SECONDS
 from codescout_mcp.server import build_server
 from codescout_mcp.stdio.early import Backlogged, EarlyCall
-from codescout_mcp.stdio.framing import Line, value_of
+from codescout_mcp.stdio.framing import Line, read_item
 from codescout_mcp.stdio.pipes import DRAIN_SECONDS, EOF, Reader, Stopper, Writer
-from codescout_mcp.stdio.records import Batch, Pending
+from codescout_mcp.stdio.records import BatchAnswers, Pending
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -192,23 +193,28 @@ class _Relay:
                 assert isinstance(entry, Backlogged)
                 if entry.call is not None:
                     self._adopt(entry.call)
-                else:
-                    await self._handle(entry.value, to_server, checked=True, early=entry.early)
+                elif isinstance(entry.value, dict):  # (checked, and put to the door, when it was read)
+                    await self._handle(Message(entry.value), to_server, early=entry.early)
+                else:  # a batch, if the session's version serves them
+                    await self._handle(read_message(entry.value, batches=self._batches()), to_server)
             if not ended:
                 async for item in raw:
                     if item is EOF:
                         break
                     size = len(item.data) if isinstance(item, Line) else 0
-                    try:
-                        value = value_of(item, self.reader.framer.limit)  # type: ignore[arg-type]
-                    except Refusal as refusal:
-                        self._refuse(refusal)
-                        continue
+                    read = read_item(item, self.reader.framer.limit, batches=self._batches())  # type: ignore[arg-type]
                     # The line's bytes go now, not when the next line comes: a call read from them
                     # holds none of them (a fast-path call's structs, a parsed value's strings).
                     del item
-                    if value is not BLANK:
-                        await self._handle(value, to_server, size=size)
+                    if isinstance(read, Message):
+                        route = self.door.route(read.envelope, self.session)
+                        if isinstance(route, Call):
+                            del read
+                            await self._direct_call(route, size)
+                            continue
+                        del route
+                    await self._handle(read, to_server, size=size)
+                    del read
             self.input_ended = True
             self._settle_check()
             if self.pending and self.writer.reader_gone():
@@ -220,46 +226,42 @@ class _Relay:
             if waited.cancelled_caught:
                 logger.warning("stdin closed; gave up waiting for answers after %.0f s", DRAIN_SECONDS)
 
+    def _batches(self) -> bool:
+        """Whether a JSON array is a batch: only at the version that has them."""
+        return self.session.negotiated in BATCH_VERSIONS
+
     def _refuse(self, refusal: Refusal) -> None:
         logger.info("refused a message: %s", refusal.message)
         self.writer.send(refusal.reply())
 
     async def _handle(
         self,
-        value: object,
+        read: Refused | Dropped | Batch | Message,
         to_server: MemoryObjectSendStream[SessionMessage | Exception],
         *,
-        checked: bool = False,
         early: bytes | None = None,
         size: int = 0,
     ) -> None:
-        try:
-            if isinstance(value, list) and self.session.negotiated in BATCH_VERSIONS:
-                check_batch(value)
-                await self._relay_batch(value, to_server, size)
-                return
-            envelope = value if checked and isinstance(value, dict) else check_envelope(value)
-            if not checked:  # (what was read before the SDK was up went through the door then)
-                route = self.door.route(envelope, self.session)
-                if isinstance(route, Call):
-                    del envelope
-                    await self._direct_call(route, size)
-                    return
-            message = to_message(envelope)
-        except Refusal as refusal:
-            self._refuse(refusal)
+        """A message the door left to the SDK (or one it refused, or a batch), relayed."""
+        if isinstance(read, Batch):
+            await self._relay_batch(read.members, to_server, size)
             return
-        except Unanswerable as error:
-            logger.info("dropped a message: %s", error)
-            return
-        await self._relay(message, to_server, None, early=early, size=size)
+        message = sdk_message(read.envelope) if isinstance(read, Message) else read
+        del read
+        if isinstance(message, Refused):
+            self._refuse(message.refusal)
+        elif isinstance(message, Dropped):
+            if message.reason != BLANK_LINE:
+                logger.info("dropped a message: %s", message.reason)
+        else:
+            await self._relay(message, to_server, None, early=early, size=size)
 
     async def _direct_call(self, call: Call, size: int) -> None:
         """A call of codescout's tools, answered in a task of its own."""
         await self._wait_for_room(size)
         self._start_direct(next(self._ids), call, size, None)
 
-    def _start_direct(self, internal: int, call: Call, size: int, batch: Batch | None) -> None:
+    def _start_direct(self, internal: int, call: Call, size: int, batch: BatchAnswers | None) -> None:
         call.report_to(self._notify)  # (its progress, when the client asked for it)
         record = Pending(call.request_id, size, batch, None)
         record.direct = True
@@ -326,7 +328,7 @@ class _Relay:
         self,
         message: types.JSONRPCMessage,
         to_server: MemoryObjectSendStream[SessionMessage | Exception],
-        batch: Batch | None,
+        batch: BatchAnswers | None,
         *,
         early: bytes | None = None,
         size: int = 0,
@@ -415,22 +417,26 @@ class _Relay:
     ) -> None:
         """A JSON-RPC batch (protocol 2025-03-26): each member served (through the door, as alone),
         the answers in one array."""
-        batch = Batch()
+        batch = BatchAnswers()
         deadline = time.monotonic() + CALL_SECONDS  # one for all its calls, which run at once
         served: list[tuple[types.JSONRPCMessage | Call, int | None]] = []
         ids: set[tuple[type, RequestId]] = set()  # a batch's answers are told apart by their ids
         for member in members:
-            try:
-                envelope = check_envelope(member, in_batch=True)
-                if "id" in envelope and "method" in envelope:
-                    check_unique_id(envelope["id"], ids)
-                route = self.door.route(envelope, self.session, deadline=deadline)
-                message: types.JSONRPCMessage | Call = route if isinstance(route, Call) else to_message(envelope)
-            except Refusal as refusal:
-                batch.refused(refusal)
+            read = read_message(member, seen=ids)
+            message: types.JSONRPCMessage | Call | Refused | Dropped
+            if isinstance(read, Message):
+                route = self.door.route(read.envelope, self.session, deadline=deadline)
+                message = route if isinstance(route, Call) else sdk_message(read.envelope)
+                del route
+            else:
+                assert not isinstance(read, Batch)  # (a batch within a batch is refused)
+                message = read
+            del read
+            if isinstance(message, Refused):
+                batch.refused(message.refusal)
                 continue
-            except Unanswerable as error:
-                logger.info("dropped a batch member: %s", error)
+            if isinstance(message, Dropped):
+                logger.info("dropped a batch member: %s", message.reason)
                 continue
             internal = None
             if isinstance(message, (Call, types.JSONRPCRequest)):
@@ -448,7 +454,7 @@ class _Relay:
                 await self._relay(message, to_server, batch, size=share, internal=internal)
         self._send_batch(batch)
 
-    def _send_batch(self, batch: Batch) -> None:
+    def _send_batch(self, batch: BatchAnswers) -> None:
         line = batch.line()
         if line is not None:
             self.writer.send(line)

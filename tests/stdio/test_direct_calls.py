@@ -29,7 +29,7 @@ from mcp.shared.message import SessionMessage
 from codescout_mcp.answers.door import Call, Session
 from codescout_mcp.fastpath import FAST_BYTES
 from codescout_mcp.http.exchange import encoded, exchange
-from codescout_mcp.jsonrpc import check_envelope, encode, to_message
+from codescout_mcp.jsonrpc import Dropped, Refused, check_envelope, encode, sdk_message
 from codescout_mcp.server import build_server
 from codescout_mcp.toolbox import Offer
 from tests.helpers import ROOT
@@ -77,7 +77,9 @@ def sdk_answers(version: str | None, calls: list[dict[str, Any]]) -> list[dict[s
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(server.run, reads, writes, server.create_initialization_options())
             for message in opening(version) + calls:
-                await to_server.send(SessionMessage(to_message(check_envelope(message))))
+                model = sdk_message(check_envelope(message))
+                assert not isinstance(model, (Refused, Dropped)), model
+                await to_server.send(SessionMessage(model))
             with anyio.fail_after(60):
                 while len(answers) < len(wanted):
                     item = await from_server.receive()
@@ -454,7 +456,9 @@ def exchanged(version: str, calls: list[dict[str, Any]]) -> list[dict[str, Any]]
         server = build_server()
         found = []
         for message in calls:
-            answer = await exchange(server, to_message(check_envelope(json.loads(json.dumps(message)))), version)
+            model = sdk_message(check_envelope(json.loads(json.dumps(message))))
+            assert not isinstance(model, (Refused, Dropped)), model
+            answer = await exchange(server, model, version)
             assert answer is not None
             found.append(json.loads(encoded(answer)))
         return found

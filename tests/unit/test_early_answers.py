@@ -20,7 +20,7 @@ import pytest
 from mcp.shared.message import SessionMessage
 
 from codescout_mcp.answers.door import Session
-from codescout_mcp.jsonrpc import check_envelope, encode, to_message
+from codescout_mcp.jsonrpc import Dropped, Refused, check_envelope, encode, sdk_message
 from codescout_mcp.server import build_server
 from codescout_mcp.stdio.early import EarlyAnswers
 from codescout_mcp.stdio.framing import Line
@@ -69,7 +69,9 @@ def sdk_answers(messages: list[dict[str, Any]], *, workspace: bool, folder: Path
             for message in messages:
                 if message.get("method") == "tools/call":
                     break  # tool calls are the SDK's in both cases
-                await to_server.send(SessionMessage(to_message(check_envelope(message))))
+                model = sdk_message(check_envelope(message))
+                assert not isinstance(model, (Refused, Dropped)), model
+                await to_server.send(SessionMessage(model))
             with anyio.fail_after(30):
                 while len(answers) < len(requests):
                     item = await from_server.receive()

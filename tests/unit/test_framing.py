@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codescout_mcp.jsonrpc import INVALID_REQUEST, PARSE_ERROR, Refusal
-from codescout_mcp.stdio.framing import IdSniffer, Line, LineFramer, Oversized, value_of
+from codescout_mcp.jsonrpc import INVALID_REQUEST, PARSE_ERROR, Dropped, Message, Refused
+from codescout_mcp.stdio.framing import IdSniffer, Line, LineFramer, Oversized, read_item
 
 
 def framed(chunks: list[bytes], limit: int = 1 << 20) -> list[Line | Oversized]:
@@ -40,10 +40,10 @@ def test_a_line_over_the_limit_is_dropped_as_it_comes_with_its_size_and_id() -> 
     big = json.dumps({"jsonrpc": "2.0", "id": "big-1", "method": "x", "params": {"pad": "y" * 200}}).encode()
     items = framed([big[:50], big[50:], b"\n", b'{"ok":1}\n'], limit=100)
     assert datas(items) == [(len(big), "big-1"), b'{"ok":1}']
-    with pytest.raises(Refusal) as caught:
-        value_of(items[0], 100)
-    assert caught.value.code == INVALID_REQUEST and caught.value.request_id == "big-1"
-    assert caught.value.message == (
+    read = read_item(items[0], 100, batches=False)
+    assert isinstance(read, Refused)
+    assert read.refusal.code == INVALID_REQUEST and read.refusal.request_id == "big-1"
+    assert read.refusal.message == (
         f"Invalid request: the message has {len(big)} bytes, more than the limit of 100 (--max-message-bytes)"
     )
 
@@ -68,8 +68,10 @@ def test_the_sniffer_finds_only_the_top_level_id(text: str, found: object) -> No
     assert sniffer.request_id() == found
 
 
-def test_a_framed_line_is_read_as_json() -> None:
-    assert value_of(Line(b'{"a": 1}'), 10) == {"a": 1}
-    with pytest.raises(Refusal) as caught:
-        value_of(Line(b"{nope"), 10)
-    assert caught.value.code == PARSE_ERROR
+def test_a_framed_line_is_read_as_a_message() -> None:
+    read = read_item(Line(b'{"jsonrpc": "2.0", "method": "x"}\r'), 10, batches=False)
+    assert isinstance(read, Message) and read.envelope == {"jsonrpc": "2.0", "method": "x"}
+    read = read_item(Line(b"{nope"), 10, batches=False)
+    assert isinstance(read, Refused) and read.refusal.code == PARSE_ERROR
+    read = read_item(Line(b" \t"), 10, batches=False)
+    assert isinstance(read, Dropped)  # a blank line: nothing to answer

@@ -14,14 +14,19 @@ from codescout_mcp.jsonrpc import (
     INVALID_REQUEST,
     MAX_BATCH,
     PARSE_ERROR,
+    Batch,
+    Dropped,
+    Message,
     Refusal,
+    Refused,
     Unanswerable,
     check_batch,
     check_envelope,
     check_unique_id,
     encode,
     read_json,
-    to_message,
+    read_message,
+    sdk_message,
 )
 
 
@@ -135,9 +140,42 @@ def test_an_answer_is_one_line_of_utf8_with_lone_surrogates_escaped() -> None:
 
 
 def test_a_message_the_sdks_models_refuse_is_refused_in_its_words() -> None:
-    assert type(to_message({"jsonrpc": "2.0", "id": 1, "method": "ping"})).__name__ == "JSONRPCRequest"
-    with pytest.raises(Unanswerable):
-        to_message({"jsonrpc": "2.0", "id": 1, "result": 5})  # a result that is not an object
+    assert type(sdk_message({"jsonrpc": "2.0", "id": 1, "method": "ping"})).__name__ == "JSONRPCRequest"
+    dropped = sdk_message({"jsonrpc": "2.0", "id": 1, "result": 5})  # a result that is not an object
+    assert isinstance(dropped, Dropped) and dropped.reason == "a response that is not a JSON-RPC 2.0 response"
+    refused = sdk_message({"jsonrpc": "2.0", "id": 7, "method": 5})  # (what check_envelope would refuse first)
+    assert isinstance(refused, Refused)
+    assert (refused.refusal.code, refused.refusal.request_id) == (INVALID_REQUEST, 7)
+
+
+def test_a_message_is_read_once_into_what_a_transport_does_with_it() -> None:
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    read = read_message(json.dumps(ping).encode())
+    assert isinstance(read, Message) and read.envelope == ping
+    assert isinstance(read_message(ping), Message)  # a value already parsed (a batch member, a kept message)
+    blank = read_message(b" \r", line=True)
+    assert isinstance(blank, Dropped) and blank.reason == "a blank line"
+    not_json = read_message(b'{"id": 4,')
+    assert isinstance(not_json, Refused) and not_json.refusal.code == PARSE_ERROR
+    response = read_message(b'{"jsonrpc": "2.0", "id": 1, "result": 1, "error": {}}')
+    assert isinstance(response, Dropped)  # a response is never answered, not even with an error
+    # An array is a batch only where the version serves them, and then never an empty one.
+    array = json.dumps([ping]).encode()
+    batch = read_message(array, batches=True)
+    assert isinstance(batch, Batch) and batch.members == [ping]
+    refused = read_message(array)
+    assert isinstance(refused, Refused) and "2025-03-26" in refused.refusal.message
+    empty = read_message(b"[]", batches=True)
+    assert isinstance(empty, Refused) and empty.refusal.message == "Invalid request: an empty batch"
+    # A batch member: no initialize, no batch inside it, and no id twice.
+    seen: set[tuple[type, int | str]] = set()
+    assert isinstance(read_message(ping, seen=seen), Message)
+    again = read_message(ping, seen=seen)
+    assert isinstance(again, Refused) and again.refusal.request_id == 1
+    assert isinstance(read_message({**ping, "id": "1"}, seen=seen), Message)  # "1" is not 1
+    initialize = read_message({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {}}, seen=seen)
+    assert isinstance(initialize, Refused) and "batch" in initialize.refusal.message
+    assert isinstance(read_message([ping], seen=seen), Refused)
 
 
 def test_a_large_call_of_the_rank_tool_is_read_by_the_fast_path_and_given_to_the_sdk_as_json() -> None:
@@ -148,7 +186,9 @@ def test_a_large_call_of_the_rank_tool_is_read_by_the_fast_path_and_given_to_the
     value = read_json(line + b"\r", line=True)
     assert isinstance(value, dict) and isinstance(value["params"]["arguments"], Decoded)
     # The SDK reads JSON values: the same message as the precise path reads it (limit at its default).
-    sdk = to_message(check_envelope(value)).model_dump(by_alias=True, exclude_unset=True)
+    model = sdk_message(check_envelope(value))
+    assert not isinstance(model, (Refused, Dropped))
+    sdk = model.model_dump(by_alias=True, exclude_unset=True)
     assert sdk["params"]["arguments"] == {**params["arguments"], "limit": 10}
     # Whatever the fast path does not read, the precise path reads: here, an integral float.
     floats = line.replace(b'"matches": 1,', b'"matches": 1.0,', 1)

@@ -10,7 +10,7 @@ import pytest
 
 from codescout_mcp.jsonrpc import INVALID_REQUEST, Refusal
 from codescout_mcp.stdio import records
-from codescout_mcp.stdio.records import Batch
+from codescout_mcp.stdio.records import BatchAnswers
 
 
 def answer(rid: int, text: str = "ok") -> dict[str, Any]:
@@ -18,7 +18,7 @@ def answer(rid: int, text: str = "ok") -> dict[str, Any]:
 
 
 def test_answers_go_out_in_the_batchs_order_once_the_last_member_settles() -> None:
-    batch = Batch()
+    batch = BatchAnswers()
     batch.expect(10)
     batch.refused(Refusal(INVALID_REQUEST, "Invalid Request", None))
     batch.expect(11)
@@ -34,7 +34,7 @@ def test_answers_go_out_in_the_batchs_order_once_the_last_member_settles() -> No
 
 
 def test_a_batch_of_notifications_only_sends_nothing() -> None:
-    batch = Batch()
+    batch = BatchAnswers()
     assert batch.line() is None
     batch.expect(1)
     batch.answer(1, None)
@@ -42,7 +42,7 @@ def test_a_batch_of_notifications_only_sends_nothing() -> None:
 
 
 def test_an_answer_for_no_member_changes_nothing() -> None:
-    batch = Batch()
+    batch = BatchAnswers()
     batch.expect(1)
     batch.answer(2, answer(2))  # not one of this batch's
     assert batch.line() is None and batch.waiting == 1
@@ -55,7 +55,7 @@ def test_an_answer_for_no_member_changes_nothing() -> None:
 def test_answers_past_the_byte_bound_are_errors_saying_so(monkeypatch: pytest.MonkeyPatch) -> None:
     first, second = answer(1, "x" * 100), answer(2, "y" * 100)
     monkeypatch.setattr(records, "MAX_BATCH_ANSWER_BYTES", len(json.dumps(first, separators=(",", ":"))) + 10)
-    batch = Batch()
+    batch = BatchAnswers()
     batch.expect(1)
     batch.expect(2)
     batch.answer(1, first)

@@ -81,24 +81,21 @@ class System:
         return self.name == "win32"
 
 
-LINUX: Final = System(
-    name="linux",
-    paths=posixpath,
-    strict_surrogates=False,
-    ctime_is_birth=False,
-    reuse_address_shares_port=False,
-    command_line_limit=1 << 20,
-    broken_pipe_errnos=frozenset({errno.EPIPE}),
-)
-MACOS: Final = System(
-    name="darwin",
-    paths=posixpath,
-    strict_surrogates=False,
-    ctime_is_birth=False,
-    reuse_address_shares_port=False,
-    command_line_limit=1 << 19,
-    broken_pipe_errnos=frozenset({errno.EPIPE}),
-)
+def _posix(name: str, command_line_limit: int) -> System:
+    """Linux or macOS: the two differ here only in their name and their command-line limit."""
+    return System(
+        name=name,
+        paths=posixpath,
+        strict_surrogates=False,
+        ctime_is_birth=False,
+        reuse_address_shares_port=False,
+        command_line_limit=command_line_limit,
+        broken_pipe_errnos=frozenset({errno.EPIPE}),
+    )
+
+
+LINUX: Final = _posix("linux", 1 << 20)
+MACOS: Final = _posix("darwin", 1 << 19)
 WINDOWS: Final = System(
     name="win32",
     paths=ntpath,

@@ -37,11 +37,7 @@ from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
 from codescout_mcp.facts.ignorefiles import IgnoreFiles
 from codescout_mcp.facts.lookup import FileFacts, Lookup, NeedsWork
-from codescout_mcp.paths import (
-    LinkOnTheWay,
-    ancestors,
-    pin,
-)
+from codescout_mcp.paths import LinkOnTheWay, ancestors, pin
 from codescout_mcp.processes import Cancelled, Stop, call_seconds, current_stop, take_lock, working_for
 from codescout_mcp.protocol import CALL_SECONDS
 from codescout_mcp.ranking import rank, ranked

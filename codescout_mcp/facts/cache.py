@@ -27,7 +27,7 @@ import secrets
 import stat
 import sys
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 logger = logging.getLogger("codescout")
 
@@ -37,29 +37,17 @@ MAGIC: Final = b"codescout history 1\n"
 MAX_FILE_BYTES: Final = 512 << 20
 
 
-class Snapshot:
+class Snapshot(NamedTuple):
     """A walk of the history behind `commit` (hex): each path's commit time, the paths dated by a
     shallow clone's boundary, that boundary's time, and the commit the walk would go on from
     (`next`; None: it reached the root); `made`: when it was written (POSIX seconds)."""
 
-    __slots__ = ("at_boundary", "boundary_time", "commit", "made", "next", "times")
-
-    def __init__(
-        self,
-        commit: bytes,
-        times: dict[str, int],
-        at_boundary: set[str],
-        boundary_time: int | None,
-        *,
-        next: bytes | None = None,
-        made: float = 0.0,
-    ) -> None:
-        self.commit = commit
-        self.times = times
-        self.at_boundary = at_boundary
-        self.boundary_time = boundary_time
-        self.next = next
-        self.made = made
+    commit: bytes
+    times: dict[str, int]
+    at_boundary: set[str]
+    boundary_time: int | None
+    next: bytes | None = None
+    made: float = 0.0
 
 
 _ENABLED = True

@@ -39,21 +39,11 @@ from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp.shared.transport_context import TransportContext
 
+from codescout_mcp import jsonrpc
 from codescout_mcp.answers import words
 from codescout_mcp.answers.door import Call, Door, Session
 from codescout_mcp.http.budget import Held
-from codescout_mcp.jsonrpc import (
-    INTERNAL_ERROR,
-    Batch,
-    Dropped,
-    Message,
-    Refusal,
-    Refused,
-    RequestId,
-    encode,
-    read_message,
-    sdk_message,
-)
+from codescout_mcp.jsonrpc import INTERNAL_ERROR, Refusal, RequestId, encode
 from codescout_mcp.protocol import CALL_SECONDS
 
 # What the SDK's stateless transport tells handlers: streamable HTTP, and no way to send the
@@ -172,18 +162,18 @@ async def batch_answer(
 async def _batch_member(
     server: Server[Any], door: Door, member: object, version: str, seen: set[tuple[type, RequestId]], deadline: float
 ) -> dict[str, Any] | None:
-    read = read_message(member, seen=seen)
-    if not isinstance(read, Message):
-        assert not isinstance(read, Batch)  # (a batch within a batch is refused)
-        return read.refusal.as_dict() if isinstance(read, Refused) else None
+    read = jsonrpc.read_message(member, seen=seen)
+    if not isinstance(read, jsonrpc.Message):
+        assert not isinstance(read, jsonrpc.Batch)  # (a batch within a batch is refused)
+        return read.refusal.as_dict() if isinstance(read, jsonrpc.Refused) else None
     route = door.route(read.envelope, Session.stateless(version), deadline=deadline)
     if isinstance(route, Call):
         del read
         return await route.answer()
-    message = sdk_message(read.envelope)
+    message = jsonrpc.sdk_message(read.envelope)
     del read, route
-    if isinstance(message, Refused):
+    if isinstance(message, jsonrpc.Refused):
         return message.refusal.as_dict()
-    if isinstance(message, (Dropped, types.JSONRPCResponse, types.JSONRPCError)):
+    if isinstance(message, (jsonrpc.Dropped, types.JSONRPCResponse, types.JSONRPCError)):
         return None
     return await exchange(server, message, version)

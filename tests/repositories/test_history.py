@@ -167,8 +167,7 @@ def forge(path: Path, days_ago: int) -> None:
     NOW: a run that reads it says so in its ages."""
     key, snapshot = read_cache(path)
     when = int(NOW_SECONDS) - days_ago * DAY - 3600
-    snapshot.times = dict.fromkeys(snapshot.times, when)
-    path.write_bytes(_written(snapshot, key))
+    path.write_bytes(_written(snapshot._replace(times=dict.fromkeys(snapshot.times, when)), key))
 
 
 def with_header(data: bytes, **changes: Any) -> bytes:

@@ -1,6 +1,9 @@
 """Memory of one large `tools/call` per MiB of its body, read as the MCP servers read it: by the
 precise path (its text, then its JSON value, then `rank` on the dicts) and by the fast path
-(`jsonrpc.fast_call`, from 2 MiB: msgspec into checked structs, then `ranked_structs`).
+(`jsonrpc.fast_call`, from 2 MiB: msgspec into checked structs, then `ranked_structs`); and, for
+the design record, as an SDK middleware would take it (the precise path's value made the SDK's
+message model, the answer written as the SDK writes a response: docs/architecture.md, "Why the
+door is in the transports").
 
     python bench/call_memory.py            # 300,000 hits (about 25 MiB), each way in a fresh process
     python bench/call_memory.py --smoke    # 2,000 hits: the script still runs
@@ -51,8 +54,34 @@ from codescout_mcp.toolbox import Offer
 
 door = Offer().door()
 import codescout_mcp.fastpath, codescout_mcp.ranking, codescout_mcp.validate, msgspec  # imported before the count
+if way == "sdk":
+    import mcp_types, pydantic
+
+def through_the_sdk(holder):
+    # What an SDK middleware would cost (docs/architecture.md, "Why the door is in the transports"):
+    # the envelope made the SDK's model, the call answered from the model's params, and the answer
+    # written as the SDK writes a response (a model, dumped).
+    import mcp_types as types
+    from codescout_mcp.jsonrpc import sdk_message
+    text = decoded(holder[0])
+    holder.clear()
+    value = parsed(text)
+    del text
+    model = sdk_message(check_envelope(value))
+    del value
+    envelope = {"jsonrpc": "2.0", "id": model.id, "method": model.method, "params": model.params}
+    del model
+    route = door.route(envelope, Session.stateless("2025-11-25"))
+    del envelope
+    reply = route.run()
+    del route
+    response = types.JSONRPCResponse(jsonrpc="2.0", id=reply["id"], result=reply["result"])
+    del reply
+    return encode(response.model_dump(by_alias=True, exclude_unset=True, mode="json"))
 
 def answer(holder):
+    if way == "sdk":
+        return through_the_sdk(holder)
     if way == "fast":
         value = call_message(holder[0])  # (what fast_call gives from FAST_BYTES on)
         assert value is not None, "the fast path did not read it"
@@ -96,13 +125,13 @@ def main() -> int:
     count = 2_000 if options.smoke else options.hits
     ok = True
     for shape in ("usual", "worst"):
-        precise, fast = one_way(count, "precise", shape), one_way(count, "fast", shape)
-        if precise["answer"] != fast["answer"]:
-            raise SystemExit(f"the two ways disagree on the {shape} call's answer")
+        precise, fast, sdk = (one_way(count, way, shape) for way in ("precise", "fast", "sdk"))
+        if not precise["answer"] == fast["answer"] == sdk["answer"]:
+            raise SystemExit(f"the ways disagree on the {shape} call's answer")
         size = precise["size"]
         assert isinstance(size, int)
         ratios = {}
-        for name, measured in (("precise path", precise), ("fast path", fast)):
+        for name, measured in (("precise path", precise), ("fast path", fast), ("through SDK", sdk)):
             peak = measured["peak"]
             assert isinstance(peak, int)
             ratios[name] = peak / size

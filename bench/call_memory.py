@@ -48,12 +48,12 @@ del hits, call, arguments
 size = len(body)
 
 from codescout_mcp.answers.door import Session
-from codescout_mcp.fastpath import call_message
-from codescout_mcp.jsonrpc import check_envelope, decoded, encode, parsed
-from codescout_mcp.toolbox import Offer
+from codescout_mcp.core.fastpath import call_message
+from codescout_mcp.answers.jsonrpc import check_envelope, decoded, encode, parsed
+from codescout_mcp.tools.toolbox import Offer
 
 door = Offer().door()
-import codescout_mcp.fastpath, codescout_mcp.ranking, codescout_mcp.validate, msgspec  # imported before the count
+import codescout_mcp.core.fastpath, codescout_mcp.core.ranking, codescout_mcp.core.validate, msgspec  # (not counted)
 if way == "sdk":
     import mcp_types, pydantic
 
@@ -62,7 +62,7 @@ def through_the_sdk(holder):
     # the envelope made the SDK's model, the call answered from the model's params, and the answer
     # written as the SDK writes a response (a model, dumped).
     import mcp_types as types
-    from codescout_mcp.jsonrpc import sdk_message
+    from codescout_mcp.answers.jsonrpc import sdk_message
     text = decoded(holder[0])
     holder.clear()
     value = parsed(text)

@@ -47,7 +47,7 @@ from typing import Any, NamedTuple
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench import CODESCOUT, PYTHON, PipeSession, compile_package, make_history, report
-from codescout_mcp.facts.search import VCS_FOLDERS, rg_program
+from codescout_mcp.facts.rg import VCS_FOLDERS, rg_program
 
 CACHE_VARIABLE = "CODESCOUT_CACHE_DIR"
 NEW_COMMITS = 100
@@ -68,7 +68,7 @@ def counted_init(self, *args, **kwargs):
     made.append(self)
 
 history.History.__init__ = counted_init
-from codescout_mcp.cli import main
+from codescout_mcp.cli.main import main
 
 status = main(sys.argv[1:])
 sys.stdout.flush()

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench import PipeSession, report
 from codescout_mcp.answers import catalog
-from codescout_mcp.protocol import WORKSPACE_INSTRUCTIONS
+from codescout_mcp.answers.protocol import WORKSPACE_INSTRUCTIONS
 
 
 def make_checkout(root: Path, matching: int) -> list[str]:

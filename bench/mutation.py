@@ -45,13 +45,13 @@ PYTEST = [str(PYTHON), "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cachepro
 
 # The modules that read facts from repositories, judged by the same tests.
 FACTS_MODULES = (
-    *("facts/hits.py", "facts/repository.py", "facts/checkout.py", "facts/gitfiles.py", "facts/ripgrep.py"),
-    *("facts/git.py", "platform.py", "paths.py", "processes.py"),
+    *("facts/hits.py", "facts/repository.py", "facts/checkout.py", "facts/gitfiles.py", "facts/rgcounts.py"),
+    *("facts/git.py", "system/platform.py", "system/paths.py", "system/processes.py"),
 )
 
 # The tests that judge each module: those that exercise it, kept small enough to run often.
 TESTS: dict[str, list[str]] = {
-    "ranking.py": [
+    "core/ranking.py": [
         "tests/cli/test_vectors.py",
         "tests/unit/test_ranking.py",
         "tests/unit/test_properties.py",
@@ -60,7 +60,7 @@ TESTS: dict[str, list[str]] = {
         "-k",
         "not through_cli and not through_the_cli",
     ],
-    "fastpath.py": ["tests/unit/test_fastpath.py", "tests/cli/test_cli.py", "-k", "fast or memory or large"],
+    "core/fastpath.py": ["tests/unit/test_fastpath.py", "tests/cli/test_cli.py", "-k", "fast or memory or large"],
     # The door and the early answers, judged against the SDK's own answers.
     **{
         module: [
@@ -80,7 +80,7 @@ TESTS: dict[str, list[str]] = {
         "tests/stdio/test_direct_calls.py",
         "tests/stdio/test_stdio_start.py",
     ],
-    "validate.py": [
+    "core/validate.py": [
         "tests/cli/test_vectors.py",
         "tests/unit/test_validate.py",
         "tests/unit/test_properties.py",
@@ -90,7 +90,7 @@ TESTS: dict[str, list[str]] = {
         "not through_cli and not over_stdio and not over_http and not variable and not git_dir",
     ],
     # The search tool's flat arguments: their unit tests, then the searches that check them.
-    "flatcheck.py": ["tests/unit/test_validate.py", "tests/repositories/test_search.py"],
+    "core/flatcheck.py": ["tests/unit/test_validate.py", "tests/repositories/test_search.py"],
     **{
         module: [
             "tests/unit/test_repository.py",
@@ -149,7 +149,7 @@ TESTS: dict[str, list[str]] = {
         "not over_stdio and not over_http",
     ],
     # ripgrep's output is read for `codescout hits` and for the search tool.
-    "facts/ripgrep.py": [
+    "facts/rgcounts.py": [
         "tests/unit/test_ripgrep.py",
         "tests/repositories/test_hits.py",
         "tests/repositories/test_search.py",
@@ -187,7 +187,7 @@ TESTS: dict[str, list[str]] = {
     # One call's terms: the repository's tests, which pass a lookup everywhere.
     "facts/lookup.py": ["tests/unit/test_repository_parts.py", "tests/unit/test_repository.py"],
     # Each system's rules, simulated in process first, then the checkouts that meet them.
-    "platform.py": [
+    "system/platform.py": [
         "tests/unit/test_platform.py",
         "tests/unit/test_repository_parts.py",  # command lines cut as Windows counts them
         "tests/unit/test_ripgrep.py",
@@ -200,7 +200,7 @@ TESTS: dict[str, list[str]] = {
         "not over_stdio and not over_http",
     ],
     # Paths held inside a workspace or repository, and files read only when regular.
-    "paths.py": [
+    "system/paths.py": [
         "tests/unit/test_paths.py",
         "tests/unit/test_platform.py",
         "tests/unit/test_repository_parts.py",
@@ -216,7 +216,7 @@ TESTS: dict[str, list[str]] = {
         "not over_stdio and not over_http",
     ],
     # The children ended on every way a command or a server stops, besides the facts' tests.
-    "processes.py": [
+    "system/processes.py": [
         "tests/unit/test_processes.py",
         "tests/unit/test_git.py",
         "tests/unit/test_platform.py",
@@ -226,7 +226,7 @@ TESTS: dict[str, list[str]] = {
         "tests/repositories/test_search.py",
     ],
     # Programs found on PATH (simulated for Windows and macOS in test_platform.py).
-    "programs.py": ["tests/unit/test_processes.py", "tests/unit/test_platform.py", "tests/unit/test_git.py"],
+    "system/programs.py": ["tests/unit/test_processes.py", "tests/unit/test_platform.py", "tests/unit/test_git.py"],
 }
 
 SWAPS: dict[type, type] = {

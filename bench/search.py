@@ -26,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench import CODESCOUT, PipeSession, make_history, report
-from codescout_mcp.facts.search import VCS_FOLDERS, rg_program
+from codescout_mcp.facts.rg import VCS_FOLDERS, rg_program
 
 # The pipeline docs/workspace.md gives: hidden files searched, version-control folders left out.
 FILTERS = " ".join(["--hidden", *(f"--glob '!{name}'" for name in VCS_FOLDERS)])

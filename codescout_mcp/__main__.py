@@ -1,3 +1,3 @@
-from codescout_mcp.entry import codescout
+from codescout_mcp.cli.entry import codescout
 
 raise SystemExit(codescout())

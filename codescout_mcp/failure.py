@@ -1,7 +1,7 @@
 """Failures a command ends with: one line on stderr and the exit status the failure carries.
 
 Each kind of failure says its own exit status (as click's exceptions do), so the code that
-raises it decides, and the one place that reports it (`cli_streams.guarded`) only prints the
+raises it decides, and the one place that reports it (`cli/streams.guarded`) only prints the
 line and returns the status. Standard library only.
 """
 

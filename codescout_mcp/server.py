@@ -20,8 +20,8 @@ from mcp.shared.exceptions import MCPError
 
 from codescout_mcp.answers import catalog, words
 from codescout_mcp.answers.door import Call
-from codescout_mcp.protocol import DISCOVERED_VERSIONS, MODERN_VERSIONS, SERVED_PROTOCOL_VERSIONS
-from codescout_mcp.toolbox import Offer
+from codescout_mcp.answers.protocol import DISCOVERED_VERSIONS, MODERN_VERSIONS, SERVED_PROTOCOL_VERSIONS
+from codescout_mcp.tools.toolbox import Offer
 
 if TYPE_CHECKING:
     from codescout_mcp.answers.door import Tool

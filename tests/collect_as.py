@@ -74,7 +74,7 @@ def pretend(system: str) -> None:
     if sys.platform == "win32":
         raise SystemExit("collect_as simulates Windows and macOS on POSIX; on Windows, run the suite itself")
     missing = MISSING[system]
-    for name in [*their_imports(), "codescout_mcp.cli", "codescout_mcp.server"]:
+    for name in [*their_imports(), "codescout_mcp.cli.main", "codescout_mcp.server"]:
         if name.split(".")[0] not in missing["modules"]:
             importlib.import_module(name)
     for name in missing["modules"]:

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from codescout_mcp.contract import TOOL_NAME
+from codescout_mcp.core.contract import TOOL_NAME
 from tests.helpers import EXAMPLE, codescout_exe
 from tests.platforms import ask_to_stop, stoppable
 

@@ -8,8 +8,8 @@ host's first requests, and the calls of codescout's own tools. Standard library 
 
 from __future__ import annotations
 
-from codescout_mcp.fastpath import Decoded
-from codescout_mcp.protocol import MODERN_VERSIONS
+from codescout_mcp.answers.protocol import MODERN_VERSIONS
+from codescout_mcp.core.fastpath import Decoded
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False

@@ -11,7 +11,8 @@ from __future__ import annotations
 import base64
 import os
 
-from codescout_mcp.contract import (
+from codescout_mcp.answers.protocol import WEBSITE_URL
+from codescout_mcp.core.contract import (
     INPUT_SCHEMA,
     OUTPUT_SCHEMA,
     SEARCH_INPUT_SCHEMA,
@@ -27,7 +28,6 @@ from codescout_mcp.contract import (
     WORKSPACE_TOOL_NAME,
     WORKSPACE_TOOL_TITLE,
 )
-from codescout_mcp.protocol import WEBSITE_URL
 from codescout_mcp.version import __version__
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".

@@ -9,7 +9,7 @@ at both eras), and does what it says:
   arguments and the answer; the SDK never sees it. `await call.answer()` runs it on the event
   loop when that is cheap and in a worker thread when it is not (the one place that is
   decided); `call.run()` runs it where there is no event loop. Each call has a `Stop`
-  (`processes.py`): `call.cancel()` (a client's cancellation) or the awaiting task cancelled
+  (`system/processes.py`): `call.cancel()` (a client's cancellation) or the awaiting task cancelled
   (the client gone, the server stopping) ends the children it started, and the awaiting
   task returns only once its thread has, so whatever slot the transport holds for the call
   is held until the work is gone. A batch gives its members one deadline;
@@ -27,7 +27,7 @@ from __future__ import annotations
 from codescout_mcp.answers import words
 from codescout_mcp.answers.accepted import call_params, opens_modern
 from codescout_mcp.answers.handshake import Handshake
-from codescout_mcp.processes import Cancelled, Stop, working_for
+from codescout_mcp.system.processes import Cancelled, Stop, working_for
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from codescout_mcp.answers import catalog, words
 from codescout_mcp.answers.accepted import initialize_params, list_params, opens_modern
-from codescout_mcp.protocol import DISCOVERED_VERSIONS
+from codescout_mcp.answers.protocol import DISCOVERED_VERSIONS
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False

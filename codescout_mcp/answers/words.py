@@ -13,7 +13,7 @@ import json
 import logging
 
 from codescout_mcp.answers.catalog import SERVER_INFO
-from codescout_mcp.text import shown
+from codescout_mcp.core.text import shown
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False

@@ -14,14 +14,21 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from codescout_mcp.core.text import shown
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.git import GitError, GitMissing, NotARepository
 from codescout_mcp.facts.gitfiles import BlockingFile, RepositoryError
 from codescout_mcp.facts.lookup import Described, FileFacts, Lookup, NeedsWork
 from codescout_mcp.facts.repository import STATUS_SLACK_NS, RepositoryFacts
-from codescout_mcp.paths import changed_ns, folder_identity, located, relative_inside, relative_to, same_folder_inside
-from codescout_mcp.platform import CURRENT, System
-from codescout_mcp.text import shown
+from codescout_mcp.system.paths import (
+    changed_ns,
+    folder_identity,
+    located,
+    relative_inside,
+    relative_to,
+    same_folder_inside,
+)
+from codescout_mcp.system.platform import CURRENT, System
 
 if TYPE_CHECKING:
     from codescout_mcp.facts.cache import HistoryCache

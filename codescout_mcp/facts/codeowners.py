@@ -23,10 +23,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
+from codescout_mcp.core.text import shown
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.globs import github_regex, gitlab_regex
-from codescout_mcp.paths import MovedOutside, NotRegular, read_regular, relative_inside
-from codescout_mcp.text import shown
+from codescout_mcp.system.paths import MovedOutside, NotRegular, read_regular, relative_inside
 
 # Whether a rule's pattern matches a path (a match object or None, as `re` answers).
 Matcher = Callable[[str], object]

@@ -32,10 +32,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-from codescout_mcp.platform import System, decode_name
-from codescout_mcp.processes import ChildOutputTooLarge, ChildTimeout, StreamedChild, run_child
-from codescout_mcp.programs import find_program
-from codescout_mcp.text import shown
+from codescout_mcp.core.text import shown
+from codescout_mcp.system.platform import System, decode_name
+from codescout_mcp.system.processes import ChildOutputTooLarge, ChildTimeout, StreamedChild, run_child
+from codescout_mcp.system.programs import find_program
 
 GIT_TIMEOUT: Final = 120.0
 

@@ -30,11 +30,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
+from codescout_mcp.core.text import shown
 from codescout_mcp.facts.git import Git, GitError
 from codescout_mcp.facts.gitfiles import BlockingFile, check_for_git
-from codescout_mcp.paths import describe_kind
-from codescout_mcp.platform import decode_name
-from codescout_mcp.text import shown
+from codescout_mcp.system.paths import describe_kind
+from codescout_mcp.system.platform import decode_name
 
 INCLUDES: Final = r"^include(if\..*)?\.path$"
 # git follows includes at most this deep (config.c's MAX_INCLUDE_DEPTH).

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
-from codescout_mcp.paths import NotRegular, ancestors, describe_kind, read_regular
-from codescout_mcp.text import shown
+from codescout_mcp.core.text import shown
+from codescout_mcp.system.paths import NotRegular, ancestors, describe_kind, read_regular
 
 # The most a `.git` file or a `commondir` file can sensibly hold.
 POINTER_LIMIT: Final = 64 * 1024

@@ -24,11 +24,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from codescout_mcp.core.text import shown
 from codescout_mcp.facts.git import Git, GitError
 from codescout_mcp.facts.lookup import NeedsWork
-from codescout_mcp.platform import CURRENT, System, decode_name
-from codescout_mcp.processes import report_progress
-from codescout_mcp.text import shown
+from codescout_mcp.system.platform import CURRENT, System, decode_name
+from codescout_mcp.system.processes import report_progress
 
 if TYPE_CHECKING:
     from codescout_mcp.facts.cache import HistoryCache, Snapshot

@@ -2,7 +2,7 @@
 
 It runs no search itself: the user runs ripgrep. For each matched file it works out
 * matches: the submatches ripgrep reported (`rg --json`) or its count (`rg --count-matches`),
-  read by `ripgrep.py`;
+  read by `rgcounts.py`;
 * last_modified_days and owner: from the repository holding the file (`repository.py`:
   git history, or file times outside git; CODEOWNERS read as GitHub or GitLab reads it).
 """
@@ -17,13 +17,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from codescout_mcp.core.text import shown
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
 from codescout_mcp.facts.lookup import FileFacts, Lookup
-from codescout_mcp.facts.ripgrep import RipgrepError, read_match_counts
-from codescout_mcp.text import shown
+from codescout_mcp.facts.rgcounts import RipgrepError, read_match_counts
 
 
 class HitsError(Exception):
@@ -164,7 +164,7 @@ def top_ranked(
     (None: left out); files that vanished before they could be dated are left out, as
     `build_arguments` leaves them.
     """
-    from codescout_mcp.ranking import rank
+    from codescout_mcp.core.ranking import rank
 
     order = sorted(located, key=lambda path: (-located[path], path))
     hits: dict[str, tuple[int, FileFacts]] = {}  # by the name the answer gives

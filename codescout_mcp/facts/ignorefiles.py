@@ -28,11 +28,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from codescout_mcp.facts.search import VCS_FOLDERS, SearchError
-from codescout_mcp.paths import ancestors, changed_ns, describe_kind, read_regular, relative_inside
-from codescout_mcp.platform import decode_name
-from codescout_mcp.processes import take_lock
-from codescout_mcp.text import shown
+from codescout_mcp.core.text import shown
+from codescout_mcp.facts.rg import VCS_FOLDERS, SearchError
+from codescout_mcp.system.paths import ancestors, changed_ns, describe_kind, read_regular, relative_inside
+from codescout_mcp.system.platform import decode_name
+from codescout_mcp.system.processes import take_lock
 
 if TYPE_CHECKING:
     from codescout_mcp.facts.lookup import Lookup

@@ -14,8 +14,8 @@ from functools import partial
 from pathlib import Path
 from typing import Final, NamedTuple
 
+from codescout_mcp.core.text import shown
 from codescout_mcp.facts.git import GitError
-from codescout_mcp.text import shown
 
 SECONDS_PER_DAY: Final = 86_400
 

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from codescout_mcp.core.text import shown
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.codeowners import CODEOWNERS_PLACES, CodeOwners, load_codeowners
 from codescout_mcp.facts.git import Git, GitError, chunks, command_cost, open_failure
@@ -29,9 +30,8 @@ from codescout_mcp.facts.gitconfig import check_includes, check_objects, check_v
 from codescout_mcp.facts.gitfiles import RepositoryError, ceiling_folders, check_for_git, git_files_around, stat_for_git
 from codescout_mcp.facts.history import History
 from codescout_mcp.facts.lookup import Described, FileFacts, Lookup, NeedsWork, file_facts, whole_days
-from codescout_mcp.paths import NotRegular, read_regular, relative_inside, signature, stat_signature
-from codescout_mcp.platform import CURRENT, System, decode_name, long_path, loose_key, windows_plain_name
-from codescout_mcp.text import shown
+from codescout_mcp.system.paths import NotRegular, read_regular, relative_inside, signature, stat_signature
+from codescout_mcp.system.platform import CURRENT, System, decode_name, long_path, loose_key, windows_plain_name
 
 if TYPE_CHECKING:
     from codescout_mcp.facts.cache import HistoryCache

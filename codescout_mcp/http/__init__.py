@@ -34,10 +34,10 @@ from codescout_mcp.http.settings import (
     check_tls,
     token_from_environment,
 )
-from codescout_mcp.platform import stop_signals
-from codescout_mcp.processes import end_all_children
 from codescout_mcp.server import build_server
-from codescout_mcp.toolbox import Offer
+from codescout_mcp.system.platform import stop_signals
+from codescout_mcp.system.processes import end_all_children
+from codescout_mcp.tools.toolbox import Offer
 
 logger = logging.getLogger("codescout")
 

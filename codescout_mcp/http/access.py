@@ -28,10 +28,10 @@ from typing import Final
 
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
+from codescout_mcp.answers.protocol import HANDSHAKE_VERSIONS, SERVED_PROTOCOL_VERSIONS
 from codescout_mcp.http.asgi import FORBIDDEN_ORIGIN, MISDIRECTED, Headers, Scope, respond
 from codescout_mcp.http.budget import BudgetedSend
 from codescout_mcp.http.settings import ENDPOINT, HttpSettings
-from codescout_mcp.protocol import HANDSHAKE_VERSIONS, SERVED_PROTOCOL_VERSIONS
 
 LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "[::1]")
 # The ports a Host header may name or leave out and mean the same server (RFC 9110, section 4.2).

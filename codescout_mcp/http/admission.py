@@ -26,6 +26,7 @@ from typing import Final
 
 import anyio
 
+from codescout_mcp.answers.jsonrpc import INVALID_REQUEST, Refusal, encode
 from codescout_mcp.http.access import requested_version
 from codescout_mcp.http.asgi import (
     BUFFERS_FULL,
@@ -40,7 +41,6 @@ from codescout_mcp.http.asgi import (
 )
 from codescout_mcp.http.budget import MIN_UPLOAD_RATE, STALL_SECONDS, Budget, BudgetedSend, Slots
 from codescout_mcp.http.settings import HttpSettings
-from codescout_mcp.jsonrpc import INVALID_REQUEST, Refusal, encode
 
 logger = logging.getLogger("codescout")
 

@@ -22,7 +22,7 @@ from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from codescout_mcp.http.asgi import STARTED_KEY
-from codescout_mcp.processes import exit_now
+from codescout_mcp.system.processes import exit_now
 
 logger = logging.getLogger("codescout")
 

@@ -39,12 +39,11 @@ from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp.shared.transport_context import TransportContext
 
-from codescout_mcp import jsonrpc
-from codescout_mcp.answers import words
+from codescout_mcp.answers import jsonrpc, words
 from codescout_mcp.answers.door import Call, Door, Session
+from codescout_mcp.answers.jsonrpc import INTERNAL_ERROR, Refusal, RequestId, encode
+from codescout_mcp.answers.protocol import CALL_SECONDS
 from codescout_mcp.http.budget import Held
-from codescout_mcp.jsonrpc import INTERNAL_ERROR, Refusal, RequestId, encode
-from codescout_mcp.protocol import CALL_SECONDS
 
 # What the SDK's stateless transport tells handlers: streamable HTTP, and no way to send the
 # client a request (a JSON answer has room for one reply, and there is no session to reply on).

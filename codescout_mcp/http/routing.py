@@ -1,6 +1,6 @@
 """The Guard's third layer, routing: an admitted body read as JSON-RPC, then the door or the SDK.
 
-Every body is read here as the stdio transport reads a line (`jsonrpc.py`): what is not JSON
+Every body is read here as the stdio transport reads a line (`answers/jsonrpc.py`): what is not JSON
 gets -32700 (naming the byte offset, with the id when it can be read), what is not JSON-RPC
 -32600, a malformed response 400 with no JSON-RPC answer at all, at every protocol version.
 Then each request is put to the door (`answers/door.py`), as on stdio: a call of codescout's
@@ -27,6 +27,8 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 
 from codescout_mcp.answers.door import Call, Door, Session
+from codescout_mcp.answers.jsonrpc import Batch, Dropped, Message, Refused, read_message, sdk_message
+from codescout_mcp.answers.protocol import BATCH_VERSIONS
 from codescout_mcp.http.access import requested_version
 from codescout_mcp.http.admission import rules_out_json
 from codescout_mcp.http.asgi import (
@@ -41,8 +43,6 @@ from codescout_mcp.http.asgi import (
 )
 from codescout_mcp.http.budget import BudgetedSend
 from codescout_mcp.http.exchange import batch_answer, encoded, exchange, modern_checks_pass
-from codescout_mcp.jsonrpc import Batch, Dropped, Message, Refused, read_message, sdk_message
-from codescout_mcp.protocol import BATCH_VERSIONS
 
 logger = logging.getLogger("codescout")
 

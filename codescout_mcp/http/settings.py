@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from codescout_mcp import limits
 from codescout_mcp.failure import ConfigurationError
-from codescout_mcp.platform import CURRENT, System
+from codescout_mcp.system.platform import CURRENT, System
 
 TOKEN_VARIABLE: Final = "CODESCOUT_AUTH_TOKEN"
 ENDPOINT: Final = "/mcp"

@@ -39,11 +39,11 @@ import threading
 
 from codescout_mcp import limits
 from codescout_mcp.answers.door import Session
-from codescout_mcp.jsonrpc import INTERNAL_ERROR, Refusal
-from codescout_mcp.processes import exit_now
+from codescout_mcp.answers.jsonrpc import INTERNAL_ERROR, Refusal
 from codescout_mcp.stdio.early import EarlyAnswers
 from codescout_mcp.stdio.pipes import DRAIN_SECONDS, STOP_SECONDS, Reader, Stopper, Writer
-from codescout_mcp.toolbox import Offer
+from codescout_mcp.system.processes import exit_now
+from codescout_mcp.tools.toolbox import Offer
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False

@@ -20,8 +20,8 @@ import queue
 import threading
 
 from codescout_mcp.answers.door import Call, Early
-from codescout_mcp.jsonrpc import BLANK_LINE, Batch, Dropped, Refused, encode
-from codescout_mcp.protocol import BATCH_VERSIONS
+from codescout_mcp.answers.jsonrpc import BLANK_LINE, Batch, Dropped, Refused, encode
+from codescout_mcp.answers.protocol import BATCH_VERSIONS
 from codescout_mcp.stdio.framing import Line, read_item
 from codescout_mcp.stdio.pipes import EOF
 

@@ -10,12 +10,12 @@ import json
 from collections.abc import Iterator
 from typing import Final
 
-from codescout_mcp.jsonrpc import INVALID_REQUEST, Refusal, Refused, RequestId, is_request_id, read_message
+from codescout_mcp.answers.jsonrpc import INVALID_REQUEST, Refusal, Refused, RequestId, is_request_id, read_message
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from codescout_mcp.jsonrpc import Batch, Dropped, Message
+    from codescout_mcp.answers.jsonrpc import Batch, Dropped, Message
 
 
 class Line:

@@ -21,10 +21,10 @@ import signal
 import sys
 import threading
 
-from codescout_mcp.platform import CURRENT, stop_signals
-from codescout_mcp.processes import exit_now
-from codescout_mcp.protocol import CALL_SECONDS
+from codescout_mcp.answers.protocol import CALL_SECONDS
 from codescout_mcp.stdio.framing import LineFramer
+from codescout_mcp.system.platform import CURRENT, stop_signals
+from codescout_mcp.system.processes import exit_now
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False

@@ -5,7 +5,7 @@ of each 2025-03-26 batch until its last member is (`BatchAnswers`, whose answers
 from __future__ import annotations
 
 from codescout_mcp.answers import words
-from codescout_mcp.jsonrpc import INTERNAL_ERROR, Refusal, encode
+from codescout_mcp.answers.jsonrpc import INTERNAL_ERROR, Refusal, encode
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 
     import anyio
 
-    from codescout_mcp.processes import Stop
     from codescout_mcp.stdio.early import EarlyCall
+    from codescout_mcp.system.processes import Stop
 
 # The most bytes of answers one batch's array holds; each answer past it is an error saying so.
 MAX_BATCH_ANSWER_BYTES: Final = 64 * 1024 * 1024

@@ -56,7 +56,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
 from codescout_mcp.answers.door import Call, Door, Session
-from codescout_mcp.jsonrpc import (
+from codescout_mcp.answers.jsonrpc import (
     BLANK_LINE,
     Batch,
     Dropped,
@@ -68,7 +68,7 @@ from codescout_mcp.jsonrpc import (
     read_message,
     sdk_message,
 )
-from codescout_mcp.protocol import BATCH_VERSIONS, CALL_SECONDS
+from codescout_mcp.answers.protocol import BATCH_VERSIONS, CALL_SECONDS
 from codescout_mcp.server import build_server
 from codescout_mcp.stdio.early import Backlogged, EarlyCall
 from codescout_mcp.stdio.framing import Line, read_item
@@ -78,7 +78,7 @@ from codescout_mcp.stdio.records import BatchAnswers, Pending
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
-    from codescout_mcp.toolbox import Offer
+    from codescout_mcp.tools.toolbox import Offer
 
 logger = logging.getLogger("codescout")
 

@@ -313,7 +313,7 @@ def test_codescout_mcp_is_codescout_mcp_under_its_own_name() -> None:
 def test_rank_does_not_import_the_mcp_sdk_or_jsonschema() -> None:
     probe = (
         "import sys\n"
-        "from codescout_mcp.cli import main\n"
+        "from codescout_mcp.cli.main import main\n"
         f"status = main(['rank', '--input', {str(EXAMPLE)!r}])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in {'mcp', 'pydantic', 'jsonschema', 'anyio'})\n"
         "print(status, heavy, file=sys.stderr)\n"
@@ -326,7 +326,7 @@ def test_error_path_imports_jsonschema_but_not_the_mcp_sdk(tmp_path: Path) -> No
     path = write(tmp_path, '{"hits": []}')
     probe = (
         "import sys\n"
-        "from codescout_mcp.cli import main\n"
+        "from codescout_mcp.cli.main import main\n"
         f"status = main(['rank', '--input', {path!r}])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in {'mcp', 'pydantic', 'anyio'})\n"
         "print(status, heavy, 'jsonschema' in sys.modules, file=sys.stderr)\n"
@@ -376,9 +376,9 @@ def test_an_input_larger_than_memory_allows_is_one_line(tmp_path: Path, limit: s
     assert done.stderr == b"codescout: not enough memory for this input\n"
 
 
-# `codescout rank --input FILE` is run without argparse (rank_command.py): it must be the same
+# `codescout rank --input FILE` is run without argparse (cli/rank.py): it must be the same
 # command as the one argparse reads, whatever FILE is.
-THROUGH_ARGPARSE = "import sys\nfrom codescout_mcp.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+THROUGH_ARGPARSE = "import sys\nfrom codescout_mcp.cli.main import main\nsys.exit(main(sys.argv[1:]))\n"
 
 
 @pytest.mark.parametrize(

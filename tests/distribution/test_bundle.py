@@ -98,7 +98,7 @@ def test_the_bundle_holds_sources_and_no_environment(built: tuple[Path, Path]) -
         "README.md",
         "LICENSE",
         "server/main.py",
-        "codescout_mcp/cli.py",
+        "codescout_mcp/cli/main.py",
     ):
         assert required in names
     for name in names:

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from codescout_mcp import __version__
-from codescout_mcp.contract import TOOL_NAME
+from codescout_mcp.core.contract import TOOL_NAME
 from tests.helpers import EXAMPLE, ROOT
 from tests.platforms import posix_only
 
@@ -183,8 +183,8 @@ def test_wheel_holds_the_package_only(docker_install: Path) -> None:
     top = {name.split("/")[0] for name in names}
     assert top == {"codescout_mcp", f"{DIST}-{__version__}.dist-info"}
     assert "Name: codescout-mcp\n" in metadata
-    assert "codescout = codescout_mcp.entry:codescout" in entry_points
-    assert "codescout-mcp = codescout_mcp.entry:codescout_mcp" in entry_points
+    assert "codescout = codescout_mcp.cli.entry:codescout" in entry_points
+    assert "codescout-mcp = codescout_mcp.cli.entry:codescout_mcp" in entry_points
     assert "codescout_mcp/py.typed" in names
     assert {"codescout_mcp/icons/codescout.svg", "codescout_mcp/icons/codescout.png"} <= set(names)
     assert "License-Expression: MIT" in metadata
@@ -255,7 +255,7 @@ def test_sdist_builds_with_sources_and_tests(tmp_path: Path) -> None:
         "README.md",
         "CHANGELOG.md",
         "LICENSE",
-        "codescout_mcp/cli.py",
+        "codescout_mcp/cli/main.py",
         "tests/vectors/README.md",
     ):
         assert prefix + member in names

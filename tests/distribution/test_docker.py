@@ -31,7 +31,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from codescout_mcp import __version__
-from codescout_mcp.contract import SEARCH_TOOL_NAME, TOOL_NAME, WORKSPACE_TOOL_NAME
+from codescout_mcp.core.contract import SEARCH_TOOL_NAME, TOOL_NAME, WORKSPACE_TOOL_NAME
 from tests.gitrepo import DAY, Repo, run, workspace_call
 from tests.helpers import EXAMPLE, EXAMPLE_RESULT, ROOT, codescout_exe
 from tests.interop.test_typescript_client import SDKS, check_report, gone, run_client

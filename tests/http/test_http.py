@@ -22,7 +22,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from codescout_mcp.contract import INPUT_SCHEMA, TOOL_NAME
+from codescout_mcp.core.contract import INPUT_SCHEMA, TOOL_NAME
 from tests.helpers import as_json, codescout_exe, reference_rank
 from tests.httpserver import CALL, RunningServer, serving
 from tests.platforms import OPEN_FILES, PROC, SIGNALS, linux_only, posix_only
@@ -598,8 +598,8 @@ def test_a_batch_is_served_at_2025_03_26_and_refused_after_it(server: RunningSer
 
 
 def test_http_defaults_port_8000_and_its_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    from codescout_mcp import cli
     from codescout_mcp import http as transport
+    from codescout_mcp.cli import main as cli
 
     seen: list[transport.HttpSettings] = []
 
@@ -640,7 +640,7 @@ def test_ctrl_break_stops_the_http_server_as_ctrl_c_does() -> None:
     wrapper = (
         "import signal, sys\n"
         "signal.SIGBREAK = signal.SIGUSR1\n"
-        "from codescout_mcp.cli import main\n"
+        "from codescout_mcp.cli.main import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
     server = subprocess.Popen(

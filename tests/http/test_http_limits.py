@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp.contract import TOOL_NAME
+from codescout_mcp.core.contract import TOOL_NAME
 from tests.debian import apt_install
 from tests.helpers import as_json, codescout_exe, reference_rank
 from tests.httpserver import CALL, RunningServer, serving
@@ -532,7 +532,7 @@ def test_a_bad_tls_key_file_is_one_line_and_a_key_alone_is_a_usage_error(tmp_pat
 
 def test_so_reuseaddr_is_set_on_posix_and_left_off_on_windows() -> None:
     from codescout_mcp.http.settings import bind
-    from codescout_mcp.platform import LINUX, MACOS, WINDOWS
+    from codescout_mcp.system.platform import LINUX, MACOS, WINDOWS
 
     for system, expected in ((LINUX, True), (MACOS, True), (WINDOWS, False)):
         sock = bind("127.0.0.1", 0, system)

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp.protocol import WORKSPACE_INSTRUCTIONS
+from codescout_mcp.answers.protocol import WORKSPACE_INSTRUCTIONS
 from tests.fakemodel import FakeModel
 from tests.gitrepo import Repo
 from tests.helpers import ROOT, installed

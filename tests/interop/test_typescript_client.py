@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_NAME
+from codescout_mcp.core.contract import INPUT_SCHEMA, OUTPUT_SCHEMA, TOOL_NAME
 from tests.helpers import EXAMPLE, EXAMPLE_RESULT, installed
 from tests.httpserver import RunningServer, serving
 from tests.nodetools import NodeTools

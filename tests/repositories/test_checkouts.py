@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp.contract import WORKSPACE_TOOL_NAME
+from codescout_mcp.core.contract import WORKSPACE_TOOL_NAME
 from tests.gitrepo import NOW, NOW_SECONDS, Repo, env_for, run, workspace_call
 from tests.helpers import codescout_exe
 from tests.layouts import (

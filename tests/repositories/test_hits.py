@@ -14,7 +14,7 @@ import pytest
 
 from codescout_mcp.facts.hits import parse_now
 from codescout_mcp.facts.lookup import whole_days
-from codescout_mcp.facts.ripgrep import RipgrepError, read_match_counts
+from codescout_mcp.facts.rgcounts import RipgrepError, read_match_counts
 from tests.gitrepo import DAY, NOW, NOW_SECONDS, Repo, env_for, hits_from_rg, hits_of, rg_exe, run
 from tests.helpers import codescout_exe
 from tests.platforms import BYTE_NAMES, CONTROL_NAMES, DELETED_CWD, FAKE_GIT, SHELL, linux_only, posix_only

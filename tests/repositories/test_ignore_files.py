@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from codescout_mcp.facts.ignorefiles import MAX_IGNORE_BYTES
-from codescout_mcp.search import SearchTool
-from codescout_mcp.workspace import Workspace
+from codescout_mcp.tools.search import SearchTool
+from codescout_mcp.tools.workspace import Workspace
 from tests.gitrepo import Repo
 from tests.platforms import posix_only
 from tests.repositories.test_search import session

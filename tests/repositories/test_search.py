@@ -25,12 +25,12 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp import search as search_module
 from codescout_mcp.facts.lookup import Lookup
 from codescout_mcp.facts.repository import RepositoryFacts
-from codescout_mcp.facts.search import count_matches
-from codescout_mcp.search import SearchTool
-from codescout_mcp.workspace import Workspace
+from codescout_mcp.facts.rg import count_matches
+from codescout_mcp.tools import search as search_module
+from codescout_mcp.tools.search import SearchTool
+from codescout_mcp.tools.workspace import Workspace
 from tests.gitrepo import Repo, env_for, rg_exe, run
 from tests.helpers import codescout_exe, installed
 from tests.platforms import linux_only, posix_only
@@ -419,7 +419,7 @@ def test_one_ripgrep_search_a_call_even_for_a_file_that_turns_binary(
     checkout: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """late.dat is binary after its first matches: counted from the one run, never searched twice."""
-    from codescout_mcp.processes import StreamedChild
+    from codescout_mcp.system.processes import StreamedChild
 
     started: list[list[str]] = []
     real = StreamedChild
@@ -428,7 +428,7 @@ def test_one_ripgrep_search_a_call_even_for_a_file_that_turns_binary(
         started.append(argv)
         return real(argv, **options)
 
-    monkeypatch.setattr("codescout_mcp.facts.search.StreamedChild", counting)
+    monkeypatch.setattr("codescout_mcp.facts.rg.StreamedChild", counting)
     result = SearchTool(Workspace(str(checkout))).call({"pattern": "search", "limit": 100})
     assert result is not None and result["isError"] is False
     assert {entry["path"]: entry["matches"] for entry in result["structuredContent"]["results"]}["late.dat"] == 5461
@@ -509,7 +509,7 @@ def test_hidden_files_are_found_as_the_hosts_grep_finds_them(tmp_path: Path) -> 
 def test_a_search_matching_more_files_than_are_held_is_an_error(
     checkout: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import codescout_mcp.facts.search as runner
+    import codescout_mcp.facts.rg as runner
 
     monkeypatch.setattr(runner, "MAX_FILES", 3)
     result = SearchTool(Workspace(str(checkout))).call({"pattern": "search"})

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp import sandbox
-from codescout_mcp.facts.search import Place, Search, count_matches, rg_program
-from codescout_mcp.paths import pin
-from codescout_mcp.search import SearchTool
-from codescout_mcp.workspace import Workspace
+from codescout_mcp.facts.rg import Place, Search, count_matches, rg_program
+from codescout_mcp.system import sandbox
+from codescout_mcp.system.paths import pin
+from codescout_mcp.tools.search import SearchTool
+from codescout_mcp.tools.workspace import Workspace
 from tests.gitrepo import Repo
 from tests.platforms import linux_only, posix_only
 from tests.stdio_session import LiveSession
@@ -123,7 +123,7 @@ def test_a_search_whose_folder_changed_while_it_ran_is_refused(tmp_path: Path, m
         (repo.root / "sub").symlink_to(outside)
         return counted
 
-    monkeypatch.setattr("codescout_mcp.search.count_matches", swapping)
+    monkeypatch.setattr("codescout_mcp.tools.search.count_matches", swapping)
     result = tool.call({"pattern": "needle", "path": "sub"})
     assert result is not None and result["isError"] is True
     assert text_of(result) == (

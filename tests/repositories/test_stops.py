@@ -34,11 +34,11 @@ from codescout_mcp.answers import words
 from codescout_mcp.facts.lookup import Lookup
 from codescout_mcp.http.budget import Budget, Held
 from codescout_mcp.http.exchange import batch_answer
-from codescout_mcp.processes import Cancelled, Stop, working_for
-from codescout_mcp.search import SEARCHES_AT_ONCE, SearchTool
 from codescout_mcp.server import build_server
-from codescout_mcp.toolbox import Offer
-from codescout_mcp.workspace import Workspace
+from codescout_mcp.system.processes import Cancelled, Stop, working_for
+from codescout_mcp.tools.search import SEARCHES_AT_ONCE, SearchTool
+from codescout_mcp.tools.toolbox import Offer
+from codescout_mcp.tools.workspace import Workspace
 from tests.gitrepo import Repo, env_for
 from tests.helpers import codescout_exe, installed
 from tests.httpserver import RunningServer
@@ -203,7 +203,7 @@ def popen(*args, **kwargs):
 
 subprocess.Popen = popen
 sys.argv = ["codescout", *sys.argv[3:]]
-from codescout_mcp.entry import codescout
+from codescout_mcp.cli.entry import codescout
 codescout()
 """
 

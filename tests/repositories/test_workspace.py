@@ -16,7 +16,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from codescout_mcp.contract import (
+from codescout_mcp.core.contract import (
     OUTPUT_SCHEMA,
     SEARCH_TOOL_NAME,
     TOOL_NAME,
@@ -24,7 +24,7 @@ from codescout_mcp.contract import (
     WORKSPACE_TOOL_NAME,
 )
 from codescout_mcp.server import build_server
-from codescout_mcp.workspace import Workspace, WorkspaceTool
+from codescout_mcp.tools.workspace import Workspace, WorkspaceTool
 from tests.gitrepo import DAY, Repo, env_for, run, workspace_call
 from tests.helpers import codescout_exe, installed
 from tests.httpserver import RunningServer

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp.search import SearchTool
-from codescout_mcp.workspace import Workspace, WorkspaceTool
+from codescout_mcp.tools.search import SearchTool
+from codescout_mcp.tools.workspace import Workspace, WorkspaceTool
 from tests.gitrepo import Repo
 
 STEPS = 30

@@ -27,11 +27,11 @@ from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
 from codescout_mcp.answers.door import Call, Session
-from codescout_mcp.fastpath import FAST_BYTES
+from codescout_mcp.answers.jsonrpc import Dropped, Refused, check_envelope, encode, sdk_message
+from codescout_mcp.core.fastpath import FAST_BYTES
 from codescout_mcp.http.exchange import encoded, exchange
-from codescout_mcp.jsonrpc import Dropped, Refused, check_envelope, encode, sdk_message
 from codescout_mcp.server import build_server
-from codescout_mcp.toolbox import Offer
+from codescout_mcp.tools.toolbox import Offer
 from tests.helpers import ROOT
 from tests.httpserver import RunningServer, serving
 

@@ -14,7 +14,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from codescout_mcp import __version__
-from codescout_mcp.contract import (
+from codescout_mcp.core.contract import (
     INPUT_SCHEMA,
     OUTPUT_SCHEMA,
     SEARCH_TOOL_NAME,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp.protocol import INSTRUCTIONS
+from codescout_mcp.answers.protocol import INSTRUCTIONS
 from tests.helpers import busy_machine, codescout_exe, server_info_on_the_wire
 from tests.platforms import PROC, SHELL, SIGNALS, linux_only, posix_only
 

@@ -210,7 +210,7 @@ def test_a_client_that_never_reads_its_answers_gets_no_more_of_them_made() -> No
 @posix_only(FAKE_GIT)
 def test_after_stdin_closes_answers_are_waited_for_as_long_as_a_call_may_take(tmp_path: Path) -> None:
     """Both limits are one setting: a call that runs into the time allowed is an error, answered."""
-    from codescout_mcp.protocol import CALL_SECONDS
+    from codescout_mcp.answers.protocol import CALL_SECONDS
     from codescout_mcp.stdio.pipes import DRAIN_SECONDS
 
     assert DRAIN_SECONDS > CALL_SECONDS
@@ -224,9 +224,9 @@ def test_after_stdin_closes_answers_are_waited_for_as_long_as_a_call_may_take(tm
     (folder / "a.txt").write_text("x\n", encoding="utf-8")
     wrapper = (
         "import sys\n"
-        "import codescout_mcp.protocol as protocol\n"
+        "import codescout_mcp.answers.protocol as protocol\n"
         "protocol.CALL_SECONDS = 3.0\n"  # both limits come from it: the tool's and the drain's
-        "from codescout_mcp.cli import mcp_main\n"
+        "from codescout_mcp.cli.main import mcp_main\n"
         "sys.exit(mcp_main(sys.argv[1:]))\n"
     )
     call = {"name": "rank_workspace_hits", "arguments": {"hits": [{"path": "a.txt", "matches": 1}]}}

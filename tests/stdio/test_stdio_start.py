@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp.protocol import HANDSHAKE_VERSIONS
+from codescout_mcp.answers.protocol import HANDSHAKE_VERSIONS
 from tests.helpers import installed
 from tests.platforms import SIGNALS, posix_only
 
@@ -170,7 +170,7 @@ NO_LOOP_SIGNALS = (
     "    cls.add_signal_handler = refuse\n"
     "import asyncio.unix_events as unix\n"
     "unix._UnixSelectorEventLoop.add_signal_handler = refuse\n"
-    "from codescout_mcp.cli import mcp_main\n"
+    "from codescout_mcp.cli.main import mcp_main\n"
     "sys.exit(mcp_main(sys.argv[1:]))\n"
 )
 

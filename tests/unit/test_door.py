@@ -19,7 +19,7 @@ import pytest
 
 from codescout_mcp.answers import words
 from codescout_mcp.answers.door import Call, in_worker
-from codescout_mcp.processes import Cancelled, current_stop
+from codescout_mcp.system.processes import Cancelled, current_stop
 
 
 class Recorder:

@@ -17,7 +17,7 @@ import pytest
 
 from codescout_mcp.answers.accepted import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
 from codescout_mcp.answers.door import Call, Early, Session
-from codescout_mcp.toolbox import Offer
+from codescout_mcp.tools.toolbox import Offer
 from tests.helpers import ROOT
 
 TABLE = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").split("## Who answers", 1)[1]

@@ -20,11 +20,11 @@ import pytest
 from mcp.shared.message import SessionMessage
 
 from codescout_mcp.answers.door import Session
-from codescout_mcp.jsonrpc import Dropped, Refused, check_envelope, encode, sdk_message
+from codescout_mcp.answers.jsonrpc import Dropped, Refused, check_envelope, encode, sdk_message
 from codescout_mcp.server import build_server
 from codescout_mcp.stdio.early import EarlyAnswers
 from codescout_mcp.stdio.framing import Line
-from codescout_mcp.toolbox import Offer
+from codescout_mcp.tools.toolbox import Offer
 from tests.helpers import ROOT
 
 FIRST_MESSAGES = ROOT / "tests" / "data" / "first-messages"

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from codescout_mcp import fastpath
-from codescout_mcp.contract import TOOL_NAME
-from codescout_mcp.jsontext import JsonTextError, parse_json
-from codescout_mcp.ranking import rank
-from codescout_mcp.validate import InvalidArguments
+from codescout_mcp.core import fastpath
+from codescout_mcp.core.contract import TOOL_NAME
+from codescout_mcp.core.jsontext import JsonTextError, parse_json
+from codescout_mcp.core.ranking import rank
+from codescout_mcp.core.validate import InvalidArguments
 from tests.helpers import codescout_exe
 
 
@@ -252,7 +252,7 @@ def test_a_key_given_twice_keeps_its_last_value_on_both_paths() -> None:
 
 def test_every_contract_keyword_has_a_rule_in_the_fast_path() -> None:
     """A keyword the structs cannot express stops the fast path rather than being skipped."""
-    from codescout_mcp.contract import INPUT_SCHEMA
+    from codescout_mcp.core.contract import INPUT_SCHEMA
 
     fastpath._type_for(INPUT_SCHEMA, "arguments")  # the contract as it is: every keyword known
     changed = json.loads(json.dumps(INPUT_SCHEMA))
@@ -304,7 +304,7 @@ def test_a_large_input_ranks_the_same_through_the_cli_whichever_path(tmp_path: P
 
 
 def render(answer: Any) -> bytes:
-    from codescout_mcp.rank_command import render_json
+    from codescout_mcp.cli.rank import render_json
 
     return render_json(answer)
 
@@ -316,7 +316,7 @@ def test_under_a_memory_cap_too_tight_for_it_the_fast_path_stands_aside(limit: s
     can crash where an allocation fails; the precise path raises MemoryError)."""
     probe = (
         "import resource, sys\n"
-        "from codescout_mcp import fastpath\n"
+        "from codescout_mcp.core import fastpath\n"
         f"limit = resource.{limit}\n"
         "used = fastpath._in_use('VmSize:' if limit == resource.RLIMIT_AS else 'VmData:')\n"
         "resource.setrlimit(limit, (used + (64 << 20), resource.getrlimit(limit)[1]))\n"
@@ -364,7 +364,7 @@ def test_msgspec_is_imported_only_for_a_large_input(tmp_path: Path) -> None:
     """Below FAST_BYTES importing it would cost more than it saves."""
     probe = (
         "import sys\n"
-        "from codescout_mcp.rank_command import _ranked\n"
+        "from codescout_mcp.cli.rank import _ranked\n"
         'small = b\'{"hits": [{"path": "a", "matches": 1, "last_modified_days": 0}]}\'\n'
         "_ranked(small, 'input')\n"
         "print('msgspec' in sys.modules)\n"
@@ -419,7 +419,7 @@ def answered(envelope: dict[str, Any]) -> Any:
     """What the door does with a checked envelope in a fresh initialized session: the answer, or
     None (the SDK's), at 2026-07-28 when it carries that era's `_meta`, else at 2025-11-25."""
     from codescout_mcp.answers.door import Call, Session
-    from codescout_mcp.toolbox import Offer
+    from codescout_mcp.tools.toolbox import Offer
 
     meta = envelope.get("params", {}).get("_meta") if isinstance(envelope.get("params"), dict) else None
     modern = isinstance(meta, dict) and "io.modelcontextprotocol/protocolVersion" in meta
@@ -430,8 +430,8 @@ def answered(envelope: dict[str, Any]) -> Any:
 def message_agrees(data: bytes) -> bool:
     """Whether the fast path read the message (and then: as the precise path reads it, with the
     same answer through the door); the precise path's refusals stay its own."""
-    from codescout_mcp.fastpath import Decoded
-    from codescout_mcp.jsonrpc import Refusal, check_envelope, decoded, parsed
+    from codescout_mcp.answers.jsonrpc import Refusal, check_envelope, decoded, parsed
+    from codescout_mcp.core.fastpath import Decoded
 
     fast_message = fastpath.call_message(data)
     if fast_message is None:

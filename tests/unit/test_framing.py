@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codescout_mcp.jsonrpc import INVALID_REQUEST, PARSE_ERROR, Dropped, Message, Refused
+from codescout_mcp.answers.jsonrpc import INVALID_REQUEST, PARSE_ERROR, Dropped, Message, Refused
 from codescout_mcp.stdio.framing import IdSniffer, Line, LineFramer, Oversized, read_item
 
 

@@ -28,7 +28,7 @@ from codescout_mcp.facts.git import (
     open_failure,
     said,
 )
-from codescout_mcp.processes import CHILD_DATA_BYTES, ChildOutputTooLarge, run_child
+from codescout_mcp.system.processes import CHILD_DATA_BYTES, ChildOutputTooLarge, run_child
 from tests.gitrepo import Repo
 from tests.platforms import FAKE_GIT, linux_only, posix_only
 

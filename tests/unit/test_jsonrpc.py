@@ -1,4 +1,4 @@
-"""JSON-RPC 2.0 as both transports read it (`jsonrpc.py`), in process: every rule of a line or a
+"""JSON-RPC 2.0 as both transports read it (`answers/jsonrpc.py`), in process: every rule of a line or a
 body, an envelope, a batch, and the bytes of an answer."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp.fastpath import FAST_BYTES, Decoded
-from codescout_mcp.jsonrpc import (
+from codescout_mcp.answers.jsonrpc import (
     BLANK,
     INVALID_REQUEST,
     MAX_BATCH,
@@ -28,6 +27,7 @@ from codescout_mcp.jsonrpc import (
     read_message,
     sdk_message,
 )
+from codescout_mcp.core.fastpath import FAST_BYTES, Decoded
 
 
 def refusal_of(value: Any, **options: Any) -> tuple[int, str, object]:

@@ -1,4 +1,4 @@
-"""`paths.py` in process: folders around a path, a folder found again under another name, links
+"""`system/paths.py` in process: folders around a path, a folder found again under another name, links
 and `..` resolved as the system resolves them, the kinds of file never read, reads held to their
 bound, and the open file checked to be the one inside (by /proc, by macOS's F_GETPATH and by
 resolving again, the last two simulated here)."""
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp import paths
-from codescout_mcp.paths import (
+from codescout_mcp.system import paths
+from codescout_mcp.system.paths import (
     MovedOutside,
     NotRegular,
     ancestors,
@@ -30,7 +30,7 @@ from codescout_mcp.paths import (
     resolved_folder,
     same_folder_inside,
 )
-from codescout_mcp.platform import LINUX, WINDOWS
+from codescout_mcp.system.platform import LINUX, WINDOWS
 from tests.platforms import FIFOS, PROC, linux_only, posix_only
 
 
@@ -187,7 +187,7 @@ def test_a_terminal_opened_as_a_file_never_becomes_the_controlling_terminal() ->
     /dev/pts/N) would take it as its controlling terminal, unless it opens with O_NOCTTY."""
     probe = (
         "import os, pty\n"
-        "from codescout_mcp.paths import NotRegular, read_regular\n"
+        "from codescout_mcp.system.paths import NotRegular, read_regular\n"
         "os.setsid()\n"
         "leader, follower = pty.openpty()\n"
         "try:\n"

@@ -24,16 +24,24 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp import cli_streams, paths, platform, processes, programs
-from codescout_mcp.cli_streams import is_console
+from codescout_mcp.cli import streams as cli_streams
+from codescout_mcp.cli.streams import is_console
 from codescout_mcp.facts import git as git_module
 from codescout_mcp.facts.git import Git, chunks
 from codescout_mcp.facts.lookup import FileFacts, Lookup
 from codescout_mcp.facts.repository import STATUS_ARGUMENTS, RepositoryFacts
-from codescout_mcp.facts.ripgrep import read_match_counts
-from codescout_mcp.paths import ancestors, changed_ns, read_regular, relative_inside, relative_to, resolved_folder
-from codescout_mcp.platform import LINUX, MACOS, WINDOWS, decode_name, name_problem, stop_signals, system_for
-from codescout_mcp.processes import child_options
+from codescout_mcp.facts.rgcounts import read_match_counts
+from codescout_mcp.system import paths, platform, processes, programs
+from codescout_mcp.system.paths import (
+    ancestors,
+    changed_ns,
+    read_regular,
+    relative_inside,
+    relative_to,
+    resolved_folder,
+)
+from codescout_mcp.system.platform import LINUX, MACOS, WINDOWS, decode_name, name_problem, stop_signals, system_for
+from codescout_mcp.system.processes import child_options
 from tests.gitrepo import NOW, NOW_SECONDS, Repo, env_for, run
 from tests.helpers import codescout_exe, installed
 from tests.platforms import linux_only
@@ -196,7 +204,7 @@ def test_names_decode_as_the_running_system_does_in_an_ascii_locale() -> None:
     """Under the C locale with Python's UTF-8 mode off, file names are ASCII with escapes."""
     probe = (
         "import os\n"
-        "from codescout_mcp.platform import decode_name\n"
+        "from codescout_mcp.system.platform import decode_name\n"
         "print(ascii(decode_name(b'caf\\xc3\\xa9')), ascii(os.fsdecode(b'caf\\xc3\\xa9')))\n"
     )
     env = {**os.environ, "LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
@@ -508,7 +516,7 @@ def test_reuse_address_follows_the_system() -> None:
 def test_the_log_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
     probe = (
         "import logging\n"
-        "from codescout_mcp.cli import configure_logging\n"
+        "from codescout_mcp.cli.main import configure_logging\n"
         "configure_logging('warning')\n"
         "logging.getLogger('codescout').warning('caf\\u00e9 \\ud800 done')\n"
     )

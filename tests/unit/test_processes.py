@@ -1,4 +1,4 @@
-"""`processes.py` in process: children run with a deadline over their whole run, output held to
+"""`system/processes.py` in process: children run with a deadline over their whole run, output held to
 its bound, streamed children, a memory bound, programs found only where PATH names an absolute
 folder, every child (and what it started) ended with its group, and a call's `Stop` ending
 the children started for it, from whatever thread cancels it."""
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp import processes, programs
-from codescout_mcp.processes import (
+from codescout_mcp.system import processes, programs
+from codescout_mcp.system.processes import (
     CHILD_DATA_BYTES,
     Cancelled,
     ChildOutputTooLarge,
@@ -31,7 +31,7 @@ from codescout_mcp.processes import (
     take_lock,
     working_for,
 )
-from codescout_mcp.programs import find_program
+from codescout_mcp.system.programs import find_program
 from tests.platforms import PROC, PROCESS_GROUPS, linux_only, posix_only
 
 ENV = dict(os.environ)
@@ -173,7 +173,7 @@ def test_a_streamed_child_left_open_does_not_keep_the_process_from_ending() -> N
         raise AssertionError("no process groups to signal on Windows")
     probe = (
         "import os, sys\n"
-        "from codescout_mcp.processes import StreamedChild\n"
+        "from codescout_mcp.system.processes import StreamedChild\n"
         "child = StreamedChild([sys.executable, '-c', 'import time; time.sleep(30)'],"
         " cwd='.', env=dict(os.environ), seconds=30)\n"
         "print(child.proc.pid, flush=True)\n"

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codescout_mcp import InvalidArguments, rank
-from codescout_mcp.contract import INPUT_SCHEMA, MAX_INTEGER_DIGITS
-from codescout_mcp.ranking import utf16_order
+from codescout_mcp.core.contract import INPUT_SCHEMA, MAX_INTEGER_DIGITS
+from codescout_mcp.core.ranking import utf16_order
 from tests.helpers import as_json, reference_rank, reference_verdict
 
 # Characters chosen to hit every ordering trap: ASCII, Latin-1, the top of the BMP (which

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp import fastpath, rank
-from codescout_mcp.ranking import SAMPLE
+from codescout_mcp import rank
+from codescout_mcp.core import fastpath
+from codescout_mcp.core.ranking import SAMPLE
 from tests.helpers import ECMASCRIPT_TRIMMED, as_json, reference_rank
 
 NOT_TRIMMED = ["\u0085", "\u180e", "\u200b", "\u2060", "\u001c", "\u001f", "\u00ad", "x"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp.jsonrpc import INVALID_REQUEST, Refusal
+from codescout_mcp.answers.jsonrpc import INVALID_REQUEST, Refusal
 from codescout_mcp.stdio import records
 from codescout_mcp.stdio.records import BatchAnswers
 

@@ -12,8 +12,8 @@ import pytest
 
 from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.lookup import Lookup, NeedsWork
-from codescout_mcp.paths import resolved_folder
-from codescout_mcp.processes import Cancelled
+from codescout_mcp.system.paths import resolved_folder
+from codescout_mcp.system.processes import Cancelled
 from tests.gitrepo import DAY, NOW_SECONDS, Repo
 from tests.repofacts import days, facts_of
 
@@ -307,7 +307,7 @@ def test_what_a_checkout_remembers_of_its_folders_is_bounded(tmp_path: Path, mon
     """Which folders held no `.git`, and their names, are kept between calls up to a bound, then
     started afresh: a hostile client naming folder after folder cannot grow them without end."""
     from codescout_mcp.facts import checkout as module
-    from codescout_mcp.workspace import Workspace, WorkspaceTool
+    from codescout_mcp.tools.workspace import Workspace, WorkspaceTool
 
     r = Repo(tmp_path / "r")
     files = [f"d{i}/a.txt" for i in range(6)]
@@ -335,7 +335,7 @@ def test_what_a_checkout_remembers_of_its_folders_is_bounded(tmp_path: Path, mon
 def test_a_folder_changed_within_the_slack_is_looked_into_again_at_each_call(tmp_path: Path) -> None:
     """A coarse clock could give a `.git` made in the same tick the folder's old times: a folder
     changed less than STATUS_SLACK_NS before a call is not remembered as holding none."""
-    from codescout_mcp.workspace import Workspace, WorkspaceTool
+    from codescout_mcp.tools.workspace import Workspace, WorkspaceTool
 
     r = Repo(tmp_path / "r")
     r.write("old/a.txt", "x\n")

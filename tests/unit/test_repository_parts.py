@@ -20,7 +20,7 @@ from codescout_mcp.facts.gitfiles import BlockingFile, RepositoryError
 from codescout_mcp.facts.history import LOG_ARGUMENTS, _read, commits_of
 from codescout_mcp.facts.lookup import SECONDS_PER_DAY, FileFacts, Lookup, whole_days
 from codescout_mcp.facts.repository import RepositoryFacts
-from codescout_mcp.platform import LINUX, WINDOWS, System, loose_key
+from codescout_mcp.system.platform import LINUX, WINDOWS, System, loose_key
 from tests.gitrepo import NOW_SECONDS, Repo
 from tests.platforms import CONTROL_NAMES, FIFOS, posix_only
 from tests.repofacts import days, facts_of

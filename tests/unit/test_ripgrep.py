@@ -1,4 +1,4 @@
-"""ripgrep's output formats read in process (`facts/ripgrep.py`): `--json`, count lines, `--null` counts."""
+"""ripgrep's output formats read in process (`facts/rgcounts.py`): `--json`, count lines, `--null` counts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from codescout_mcp.facts.ripgrep import BEGIN_EVENT_BYTES, JsonCounter, RipgrepError, TooManyFiles, read_match_counts
+from codescout_mcp.facts.rgcounts import BEGIN_EVENT_BYTES, JsonCounter, RipgrepError, TooManyFiles, read_match_counts
 
 
 def event(kind: str, path: object = None, submatches: object = None) -> bytes:

@@ -23,7 +23,7 @@ from codescout_mcp.answers.door import Session
 from codescout_mcp.stdio.early import EARLY_BACKLOG, EARLY_BACKLOG_BYTES, Backlogged, EarlyAnswers, EarlyCall
 from codescout_mcp.stdio.framing import Line, Oversized
 from codescout_mcp.stdio.pipes import EOF
-from codescout_mcp.toolbox import Offer
+from codescout_mcp.tools.toolbox import Offer
 
 MIB = 1 << 20
 INITIALIZE = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}

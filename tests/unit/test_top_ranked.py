@@ -13,9 +13,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from codescout_mcp.core.ranking import rank
 from codescout_mcp.facts.hits import hit_of, top_ranked
 from codescout_mcp.facts.lookup import Described, FileFacts
-from codescout_mcp.ranking import rank
 
 GONE = OSError(errno.ENOENT, "No such file or directory")
 

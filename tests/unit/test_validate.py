@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from codescout_mcp import InvalidArguments, rank
-from codescout_mcp.contract import INPUT_SCHEMA, MAX_INTEGER_DIGITS, WORKSPACE_INPUT_SCHEMA
-from codescout_mcp.flatcheck import FlatChecker
-from codescout_mcp.validate import (
+from codescout_mcp.core.contract import INPUT_SCHEMA, MAX_INTEGER_DIGITS, WORKSPACE_INPUT_SCHEMA
+from codescout_mcp.core.flatcheck import FlatChecker
+from codescout_mcp.core.validate import (
     Checker,
     OversizedInteger,
     _build_hit_scanner,

@@ -1,12 +1,12 @@
 """The checker for a tool whose arguments are one flat object of strings, integers and booleans
-(`search_workspace`'s), read from its schema; its errors in the words `validate.py` gives the
+(`search_workspace`'s), read from its schema; its errors in the words `core/validate.py` gives the
 ranking tools'. Standard library only.
 """
 
 from __future__ import annotations
 
-from codescout_mcp.contract import MAX_EXACT_FLOAT
-from codescout_mcp.validate import HUGE, ROOT, InvalidArguments, check_keywords, describe, show, too_long
+from codescout_mcp.core.contract import MAX_EXACT_FLOAT
+from codescout_mcp.core.validate import HUGE, ROOT, InvalidArguments, check_keywords, describe, show, too_long
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False

@@ -1,6 +1,6 @@
 """ripgrep run on a workspace nobody vetted: the pattern as data, a fixed argument list, nothing it configures.
 
-The search tool (`search.py`) asks ripgrep how many matches each file holds. Every rg started
+The search tool (`rg.py`) asks ripgrep how many matches each file holds. Every rg started
 here:
 
 * is found as git is (`programs.find_program`: the one installed beside codescout first, then
@@ -30,11 +30,11 @@ import sysconfig
 import threading
 from typing import Final
 
-from codescout_mcp.facts.ripgrep import JsonCounter, RipgrepError, TooManyFiles
-from codescout_mcp.platform import CURRENT, System, decode_name
-from codescout_mcp.processes import ChildTimeout, StreamedChild
-from codescout_mcp.programs import find_program
-from codescout_mcp.sandbox import Confinement
+from codescout_mcp.facts.rgcounts import JsonCounter, RipgrepError, TooManyFiles
+from codescout_mcp.system.platform import CURRENT, System, decode_name
+from codescout_mcp.system.processes import ChildTimeout, StreamedChild
+from codescout_mcp.system.programs import find_program
+from codescout_mcp.system.sandbox import Confinement
 
 # The folders of version-control systems: never searched, as the hosts' own grep leaves them out.
 VCS_FOLDERS: Final = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")

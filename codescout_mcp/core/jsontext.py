@@ -17,8 +17,8 @@ from __future__ import annotations
 import codecs
 import json
 
-from codescout_mcp.contract import MAX_INTEGER_DIGITS
-from codescout_mcp.validate import OversizedInteger
+from codescout_mcp.core.contract import MAX_INTEGER_DIGITS
+from codescout_mcp.core.validate import OversizedInteger
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False

@@ -15,7 +15,7 @@ import os
 import sys
 
 from codescout_mcp import limits
-from codescout_mcp.cli_streams import (
+from codescout_mcp.cli.streams import (
     CliError,
     State,
     guarded,
@@ -23,8 +23,8 @@ from codescout_mcp.cli_streams import (
     write_all,
     write_stdout,
 )
+from codescout_mcp.core.text import shown
 from codescout_mcp.failure import UsageError
-from codescout_mcp.text import shown
 from codescout_mcp.version import __version__
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
@@ -319,7 +319,7 @@ def _main(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
 
 
 def _run_rank(args: argparse.Namespace) -> int:
-    from codescout_mcp.rank_command import run_rank
+    from codescout_mcp.cli.rank import run_rank
 
     return run_rank(args.input, args.max_input_bytes)
 
@@ -359,7 +359,7 @@ def _positive(text: str) -> int:
 
 def _limit(text: str) -> int:
     """A limit `rank` will take: a positive integer of at most MAX_INTEGER_DIGITS digits."""
-    from codescout_mcp.contract import MAX_INTEGER_DIGITS
+    from codescout_mcp.core.contract import MAX_INTEGER_DIGITS
 
     if len(text.strip().lstrip("+").lstrip("0")) > MAX_INTEGER_DIGITS:
         raise argparse.ArgumentTypeError(f"a limit of more than {MAX_INTEGER_DIGITS} digits, too large to rank")
@@ -393,13 +393,13 @@ def _timestamp(text: str) -> float:
 
 
 def _run_hits(args: argparse.Namespace) -> int:
-    from codescout_mcp.checkout_commands import run_hits
+    from codescout_mcp.cli.checkout import run_hits
 
     return run_hits(args)
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    from codescout_mcp.checkout_commands import run_search
+    from codescout_mcp.cli.checkout import run_search
 
     return run_search(args)
 

@@ -11,7 +11,7 @@ import os
 import sys
 
 from codescout_mcp.failure import Failure
-from codescout_mcp.platform import CURRENT, System
+from codescout_mcp.system.platform import CURRENT, System
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
@@ -45,7 +45,7 @@ def end_children_on_signals() -> None:
 
     def stopped(signum: int, frame: object) -> None:
         stop = KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
-        processes = sys.modules.get("codescout_mcp.processes")
+        processes = sys.modules.get("codescout_mcp.system.processes")
         if processes is None:  # no child was ever started
             raise stop
         processes.raise_stop(stop)  # not while Popen starts one: it would be left running
@@ -58,7 +58,7 @@ def end_children_on_signals() -> None:
 
 def _end_children(*, leaving: bool = False) -> None:
     """End the children still running, if this command ever started one (processes.py loaded)."""
-    processes = sys.modules.get("codescout_mcp.processes")
+    processes = sys.modules.get("codescout_mcp.system.processes")
     if processes is not None:
         processes.end_all_children(leaving=leaving)
 
@@ -69,7 +69,7 @@ class ProgressOnTerminal:
     cleared at the end. (A class, not contextlib's: importing that would slow `rank`'s start.)"""
 
     def __init__(self) -> None:
-        from codescout_mcp.processes import Stop, working_for
+        from codescout_mcp.system.processes import Stop, working_for
 
         self.stop = Stop()
         self.widest = 0
@@ -151,7 +151,7 @@ def write_stdout(data: bytes) -> None:
         try:
             written = os.write(1, view)
         except OSError as error:
-            from codescout_mcp import platform
+            from codescout_mcp.system import platform
 
             if error.errno in platform.CURRENT.broken_pipe_errnos:  # EPIPE; on Windows also EINVAL
                 raise ReaderGone from None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ntpath
 import os
 
-from codescout_mcp.platform import CURRENT, System
+from codescout_mcp.system.platform import CURRENT, System
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False

@@ -7,7 +7,7 @@ import heapq
 from itertools import compress, repeat
 from operator import attrgetter, itemgetter, mul, sub
 
-from codescout_mcp.validate import validate
+from codescout_mcp.core.validate import validate
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False

@@ -1,6 +1,6 @@
 """Check a tool's arguments against the contract: fast when they are valid, precise when not.
 
-Two engines read the one hand-written schema in `contract.py`:
+Two engines read the one hand-written schema in `core/contract.py`:
 
 * the accept path is Python source compiled from that schema when this module loads (a
   type test and a comparison per field, duplicates found in the same pass), so a million
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 
-from codescout_mcp.contract import INPUT_SCHEMA, MAX_EXACT_FLOAT, MAX_INTEGER_DIGITS
+from codescout_mcp.core.contract import INPUT_SCHEMA, MAX_EXACT_FLOAT, MAX_INTEGER_DIGITS
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False

@@ -12,10 +12,10 @@ import json
 import re
 from typing import Final
 
-from codescout_mcp.contract import MAX_INTEGER_DIGITS
-from codescout_mcp.jsontext import utf16_name
-from codescout_mcp.platform import CURRENT, System, decode_name
-from codescout_mcp.text import shown
+from codescout_mcp.core.contract import MAX_INTEGER_DIGITS
+from codescout_mcp.core.jsontext import utf16_name
+from codescout_mcp.core.text import shown
+from codescout_mcp.system.platform import CURRENT, System, decode_name
 
 
 class RipgrepError(Exception):

@@ -47,7 +47,7 @@ from __future__ import annotations
 import codecs
 from operator import attrgetter
 
-from codescout_mcp.contract import INPUT_SCHEMA, TOOL_NAME
+from codescout_mcp.core.contract import INPUT_SCHEMA, TOOL_NAME
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
@@ -216,7 +216,7 @@ META_DEPTH: Final = 32
 
 def _meta(data: bytes) -> Any:
     """A `_meta` read by the precise path's reader, or None where the whole message must be."""
-    from codescout_mcp.jsontext import JsonTextError, parse_json
+    from codescout_mcp.core.jsontext import JsonTextError, parse_json
 
     if len(data) > META_BYTES:
         return None
@@ -270,8 +270,8 @@ def ranked(holder: list[bytes], *, keep: list[object] | None = None) -> dict[str
 
 
 def _ranking(arguments: Any, keep: list[object] | None) -> dict[str, Any]:
-    from codescout_mcp.ranking import ranked_structs
-    from codescout_mcp.validate import duplicate_error
+    from codescout_mcp.core.ranking import ranked_structs
+    from codescout_mcp.core.validate import duplicate_error
 
     hits = arguments.hits
     seen = set(map(_PATH, hits))

@@ -17,7 +17,7 @@ def stop_at_once_on_signals() -> None:
     """Until a transport's own handlers replace it: a stop signal ends the process, exit status 0."""
     import signal
 
-    from codescout_mcp.platform import stop_signals
+    from codescout_mcp.system.platform import stop_signals
 
     for signum in stop_signals():
         signal.signal(signum, lambda signum, frame: os._exit(0))
@@ -27,13 +27,13 @@ def codescout() -> int:
     """The `codescout` command."""
     if sys.argv[1:2] == ["mcp"]:
         stop_at_once_on_signals()
-    elif sys.argv[1:2] == ["rank"]:  # `rank --input FILE`, as usual: without argparse (rank_command.py)
-        from codescout_mcp.rank_command import main_plain, plain_input
+    elif sys.argv[1:2] == ["rank"]:  # `rank --input FILE`, as usual: without argparse (cli/rank.py)
+        from codescout_mcp.cli.rank import main_plain, plain_input
 
         name = plain_input(sys.argv[1:])
         if name is not None:
             main_plain(name)
-    from codescout_mcp.cli import main
+    from codescout_mcp.cli.main import main
 
     return main()
 
@@ -41,6 +41,6 @@ def codescout() -> int:
 def codescout_mcp() -> int:
     """The `codescout-mcp` command: `codescout mcp` under the name `uvx codescout-mcp` runs."""
     stop_at_once_on_signals()
-    from codescout_mcp.cli import mcp_main
+    from codescout_mcp.cli.main import mcp_main
 
     return mcp_main()

@@ -1,4 +1,4 @@
-"""Child processes (git, ripgrep, and on Windows taskkill; found by `programs.py`): run with a deadline over
+"""Child processes (git, ripgrep, and on Windows taskkill; found by `system/programs.py`): run with a deadline over
 their whole run and a bound on their memory, ended together with whatever they started, and
 ended when codescout stops, however it stops (`end_all_children`).
 
@@ -21,8 +21,8 @@ import sys
 import threading
 import time
 
-from codescout_mcp.platform import CURRENT, System
-from codescout_mcp.programs import windows_system_program
+from codescout_mcp.system.platform import CURRENT, System
+from codescout_mcp.system.programs import windows_system_program
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import IO, Any, Final, NoReturn
 
-    from codescout_mcp.sandbox import Confinement
+    from codescout_mcp.system.sandbox import Confinement
 
 
 # Windows process-creation flags. A server started by a desktop host has no console, and
@@ -335,7 +335,7 @@ def _spawn(
 
 def _confined_start(confinement: Confinement, data_bytes: int) -> Callable[[], None]:
     """What a confined child does before exec: its memory bound, then the sandbox's rules
-    (`sandbox.py`; Linux, where `preexec_fn` is the one way to act between fork and exec)."""
+    (`system/sandbox.py`; Linux, where `preexec_fn` is the one way to act between fork and exec)."""
     if sys.platform == "win32":  # (a confinement is Linux's alone)
         raise OSError("no confinement on Windows")
     import resource

@@ -11,7 +11,7 @@ import errno
 import os
 import stat
 
-from codescout_mcp.platform import CURRENT, System, posix_form
+from codescout_mcp.system.platform import CURRENT, System, posix_form
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False

@@ -29,20 +29,20 @@ from pathlib import Path
 from typing import Any, Final
 
 from codescout_mcp.answers import catalog, words
-from codescout_mcp.callpaths import CallPaths
-from codescout_mcp.contract import WORKSPACE_INPUT_SCHEMA, WORKSPACE_TOOL_NAME
+from codescout_mcp.answers.protocol import CALL_SECONDS
+from codescout_mcp.core.contract import WORKSPACE_INPUT_SCHEMA, WORKSPACE_TOOL_NAME
+from codescout_mcp.core.ranking import rank, ranked
+from codescout_mcp.core.text import quoted, shown
+from codescout_mcp.core.validate import Checker, InvalidArguments
 from codescout_mcp.facts import Warn
 from codescout_mcp.facts.checkout import Checkout
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
 from codescout_mcp.facts.ignorefiles import IgnoreFiles
 from codescout_mcp.facts.lookup import FileFacts, Lookup, NeedsWork
-from codescout_mcp.paths import LinkOnTheWay, ancestors, pin
-from codescout_mcp.processes import Cancelled, Stop, call_seconds, current_stop, take_lock, working_for
-from codescout_mcp.protocol import CALL_SECONDS
-from codescout_mcp.ranking import rank, ranked
-from codescout_mcp.text import quoted, shown
-from codescout_mcp.validate import Checker, InvalidArguments
+from codescout_mcp.system.paths import LinkOnTheWay, ancestors, pin
+from codescout_mcp.system.processes import Cancelled, Stop, call_seconds, current_stop, take_lock, working_for
+from codescout_mcp.tools.callpaths import CallPaths
 
 logger = logging.getLogger("codescout")
 

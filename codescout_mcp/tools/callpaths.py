@@ -13,17 +13,17 @@ import os
 import stat
 from pathlib import Path
 
+from codescout_mcp.core.text import quoted, shown
+from codescout_mcp.core.validate import InvalidArguments
 from codescout_mcp.facts.checkout import Checkout
-from codescout_mcp.paths import (
+from codescout_mcp.system.paths import (
     describe_kind,
     located,
     real_path,
     relative_inside,
     same_folder_inside,
 )
-from codescout_mcp.platform import name_problem
-from codescout_mcp.text import quoted, shown
-from codescout_mcp.validate import InvalidArguments
+from codescout_mcp.system.platform import name_problem
 
 
 class CallPaths:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from codescout_mcp.answers import catalog, words
 from codescout_mcp.answers.door import Door
-from codescout_mcp.contract import TOOL_NAME
-from codescout_mcp.fastpath import Decoded, rank_decoded
+from codescout_mcp.answers.protocol import instructions
+from codescout_mcp.core.contract import TOOL_NAME
+from codescout_mcp.core.fastpath import Decoded, rank_decoded
 from codescout_mcp.limits import OFFLOAD_HITS
-from codescout_mcp.protocol import instructions
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
@@ -34,8 +34,8 @@ class RankTool:
         return isinstance(hits, list) and len(hits) > OFFLOAD_HITS
 
     def call(self, arguments: dict[str, Any] | Decoded, *, cached_only: bool = False) -> dict[str, Any]:
-        from codescout_mcp.ranking import rank
-        from codescout_mcp.validate import InvalidArguments
+        from codescout_mcp.core.ranking import rank
+        from codescout_mcp.core.validate import InvalidArguments
 
         try:
             if isinstance(arguments, Decoded):  # a large call, read by the fast path (`fastpath`)
@@ -50,8 +50,8 @@ def tools(workspace: str | None = None, *, warm: bool = False) -> list[Tool]:
     its history walked in the background from now on, for the first search)."""
     found: list[Tool] = [RankTool()]
     if workspace is not None:
-        from codescout_mcp.search import SearchTool
-        from codescout_mcp.workspace import Workspace, WorkspaceTool
+        from codescout_mcp.tools.search import SearchTool
+        from codescout_mcp.tools.workspace import Workspace, WorkspaceTool
 
         shared = Workspace(workspace)  # what one tool reads of the checkout, the other need not read again
         if warm:

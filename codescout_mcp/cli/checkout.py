@@ -1,5 +1,5 @@
 """`codescout hits` and `codescout search`: the two commands that read a checkout, run by
-`cli.py` (which parses their arguments) in the same process, on the folder the user named.
+`cli/main.py` (which parses their arguments) in the same process, on the folder the user named.
 Standard library only; each imports the facts it needs when it runs.
 """
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 
-from codescout_mcp.cli_streams import EXIT_OK, CliError, State, fail, read_input, write_stdout
-from codescout_mcp.text import shown
+from codescout_mcp.cli.streams import EXIT_OK, CliError, State, fail, read_input, write_stdout
+from codescout_mcp.core.text import shown
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def run_hits(args: argparse.Namespace) -> int:
     """`codescout hits`: ripgrep's JSON in, rank arguments with each file's age and owner out."""
-    from codescout_mcp.cli_streams import ProgressOnTerminal, end_children_on_signals, is_console
+    from codescout_mcp.cli.streams import ProgressOnTerminal, end_children_on_signals, is_console
 
     end_children_on_signals()
     _cache_choice(args)
@@ -43,7 +43,7 @@ def run_hits(args: argparse.Namespace) -> int:
             )
     except HitsError as error:
         raise CliError(str(error)) from None
-    from codescout_mcp.rank_command import render_json
+    from codescout_mcp.cli.rank import render_json
 
     write_stdout(render_json(arguments))
     return EXIT_OK
@@ -53,19 +53,19 @@ def run_search(args: argparse.Namespace) -> int:
     """`codescout search`: the search tool's handler, run in process on the workspace named."""
     import time
 
-    from codescout_mcp.cli_streams import ProgressOnTerminal, end_children_on_signals
+    from codescout_mcp.cli.streams import ProgressOnTerminal, end_children_on_signals
 
     end_children_on_signals()
     _cache_choice(args)
     _warnings_as_lines()
+    from codescout_mcp.cli.rank import render_json
+    from codescout_mcp.core.validate import InvalidArguments
     from codescout_mcp.facts.git import GitError
     from codescout_mcp.facts.gitfiles import RepositoryError
     from codescout_mcp.facts.lookup import Lookup
-    from codescout_mcp.facts.search import SearchError
-    from codescout_mcp.rank_command import render_json
-    from codescout_mcp.search import SearchTool
-    from codescout_mcp.validate import InvalidArguments
-    from codescout_mcp.workspace import Workspace
+    from codescout_mcp.facts.rg import SearchError
+    from codescout_mcp.tools.search import SearchTool
+    from codescout_mcp.tools.workspace import Workspace
 
     folder = args.workspace if args.workspace is not None else "."
     if not os.path.isdir(folder):

@@ -1,18 +1,18 @@
 """`codescout rank`'s work: read the arguments, rank them, print the answer; no argparse.
 
 The usual command line, `codescout rank --input FILE` (or `-i FILE`, `--input=FILE`), is
-recognised by `plain_input` before anything else is imported (`entry.py`), and run here
+recognised by `plain_input` before anything else is imported (`cli/entry.py`), and run here
 without building the parser: argparse and the parser of every command cost a fifth of the
 command's start. Any other command line, `--help` and every mistake included, goes through
-argparse in `cli.py`, which calls `run_rank` with what it parsed. The suite holds the two
+argparse in `cli/main.py`, which calls `run_rank` with what it parsed. The suite holds the two
 ways to the same output, stderr and exit status (tests/cli/test_cli.py).
 """
 
 from __future__ import annotations
 
 from codescout_mcp import limits
-from codescout_mcp.cli_streams import EXIT_OK, CliError, guarded, leave, read_input, write_stdout
-from codescout_mcp.text import shown
+from codescout_mcp.cli.streams import EXIT_OK, CliError, guarded, leave, read_input, write_stdout
+from codescout_mcp.core.text import shown
 
 # Why TYPE_CHECKING = False: docs/architecture.md, "Why the layers".
 TYPE_CHECKING = False
@@ -47,8 +47,8 @@ def run_rank(name: str, max_input_bytes: int) -> int:
     """Rank the arguments in the file `name` (- for stdin) and print the answer; the exit status."""
     import gc
 
-    from codescout_mcp.jsontext import JsonTextError
-    from codescout_mcp.validate import InvalidArguments
+    from codescout_mcp.core.jsontext import JsonTextError
+    from codescout_mcp.core.validate import InvalidArguments
 
     # A short-lived process that builds one large tree of objects and frees it at exit:
     # the collector would only walk it again and again (a third of the parse's time).
@@ -62,7 +62,7 @@ def run_rank(name: str, max_input_bytes: int) -> int:
     return EXIT_OK
 
 
-# What the fast path built, left for the process's end to free (`cli_streams.leave`: os._exit).
+# What the fast path built, left for the process's end to free (`streams.leave`: os._exit).
 _KEPT: list[object] = []
 
 
@@ -71,10 +71,10 @@ def _ranked(data: bytes, source: str) -> Any:
     where it is sure of it (`fastpath`), anything else read precisely and checked by `validate`.
     Either way the bytes go once decoded (the precise path's text too), so the peak is that of
     the input and its value together at most, as for `json.load`."""
-    from codescout_mcp.fastpath import FAST_BYTES
+    from codescout_mcp.core.fastpath import FAST_BYTES
 
     if len(data) >= FAST_BYTES:
-        from codescout_mcp.fastpath import ranked
+        from codescout_mcp.core.fastpath import ranked
 
         holder = [data]
         del data
@@ -82,8 +82,8 @@ def _ranked(data: bytes, source: str) -> Any:
         if answer is not None:
             return answer
         data = holder.pop()
-    from codescout_mcp.jsontext import decode_utf8, parse_json_text
-    from codescout_mcp.ranking import rank
+    from codescout_mcp.core.jsontext import decode_utf8, parse_json_text
+    from codescout_mcp.core.ranking import rank
 
     text = decode_utf8(data, source)
     del data

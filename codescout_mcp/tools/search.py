@@ -2,7 +2,7 @@
 
 One call does what `rg --json --hidden --glob '!.git' ... PATTERN | codescout hits | codescout
 rank` does by hand in the workspace (docs/workspace.md gives the whole command), with the same
-results and counts: ripgrep counts each file's matches (`facts/search.py`), the workspace's
+results and counts: ripgrep counts each file's matches (`facts/rg.py`), the workspace's
 facts give each file's age and owner (`facts/hits.py`, `workspace.Workspace`, one code path with
 `codescout hits` and rank_workspace_hits), and the ranking rule orders them. Paths come back
 relative to the workspace. It adds what the pipeline does not say: how many files the search
@@ -12,7 +12,7 @@ The folder is the boundary, whatever happens to it while a search runs:
 * before ripgrep runs, the ignore files it will read are looked at (`facts/ignorefiles.py`): a
   bad one above the search is an error naming it, one below leaves its folder out, said in a note;
 * ripgrep runs in the workspace folder as it was checked (`paths.pin`: by descriptor, where the
-  system allows), confined by Linux's Landlock to reading beneath it (`sandbox.py`), and the
+  system allows), confined by Linux's Landlock to reading beneath it (`system/sandbox.py`), and the
   folders from the workspace to the searched path are checked again after it ran: a search
   through a folder that became a link, or another folder, is refused, never answered.
 
@@ -36,14 +36,17 @@ from pathlib import Path
 from typing import Any, Final
 
 from codescout_mcp.answers import catalog, words
-from codescout_mcp.callpaths import CallPaths
-from codescout_mcp.contract import SEARCH_INPUT_SCHEMA, SEARCH_TOOL_NAME
+from codescout_mcp.answers.protocol import CALL_SECONDS
+from codescout_mcp.core.contract import SEARCH_INPUT_SCHEMA, SEARCH_TOOL_NAME
+from codescout_mcp.core.flatcheck import FlatChecker
+from codescout_mcp.core.text import quoted, shown
+from codescout_mcp.core.validate import InvalidArguments
 from codescout_mcp.facts.git import GitError
 from codescout_mcp.facts.gitfiles import RepositoryError
 from codescout_mcp.facts.hits import located_counts, top_ranked
 from codescout_mcp.facts.ignorefiles import Vetted
 from codescout_mcp.facts.lookup import Lookup
-from codescout_mcp.facts.search import (
+from codescout_mcp.facts.rg import (
     Counted,
     OutOfMemory,
     Place,
@@ -53,15 +56,12 @@ from codescout_mcp.facts.search import (
     count_matches,
     rg_program,
 )
-from codescout_mcp.flatcheck import FlatChecker
-from codescout_mcp.paths import LinkOnTheWay, Pin, pin
-from codescout_mcp.platform import CURRENT, System
-from codescout_mcp.processes import call_seconds, take_lock
-from codescout_mcp.protocol import CALL_SECONDS
-from codescout_mcp.sandbox import Confinement, confine
-from codescout_mcp.text import quoted, shown
-from codescout_mcp.validate import InvalidArguments
-from codescout_mcp.workspace import Workspace
+from codescout_mcp.system.paths import LinkOnTheWay, Pin, pin
+from codescout_mcp.system.platform import CURRENT, System
+from codescout_mcp.system.processes import call_seconds, take_lock
+from codescout_mcp.system.sandbox import Confinement, confine
+from codescout_mcp.tools.callpaths import CallPaths
+from codescout_mcp.tools.workspace import Workspace
 
 logger = logging.getLogger("codescout")
 

@@ -2,7 +2,7 @@
 
 The input schema below is written once, by hand. It is what the MCP server advertises in
 `tools/list`, what jsonschema checks when an error must be described, and what the fast
-accept path in `validate.py` is compiled from.
+accept path in `core/validate.py` is compiled from.
 
 Neither schema names its dialect with `$schema`: MCP's default dialect is JSON Schema
 2020-12, and some clients refuse the key (Gemini's function declarations) or cannot load

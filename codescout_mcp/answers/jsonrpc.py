@@ -21,9 +21,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Final
 
-from codescout_mcp.fastpath import FAST_BYTES, Decoded
-from codescout_mcp.jsontext import JsonTextError, decode_utf8, parse_json_text
-from codescout_mcp.protocol import served_initialize_params
+from codescout_mcp.answers.protocol import served_initialize_params
+from codescout_mcp.core.fastpath import FAST_BYTES, Decoded
+from codescout_mcp.core.jsontext import JsonTextError, decode_utf8, parse_json_text
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -118,7 +118,7 @@ def fast_call(data: bytes) -> dict[str, Any] | None:
     any other message, which the precise path reads."""
     if len(data) < FAST_BYTES:
         return None
-    from codescout_mcp.fastpath import call_message
+    from codescout_mcp.core.fastpath import call_message
 
     return call_message(data)
 

@@ -3,6 +3,8 @@
 Read for `codescout hits` and for the opt-in tool rank_workspace_hits; the ranking itself
 never reads a repository. Every git runs with fixed arguments, a deadline, and nothing a
 repository configures (`git.py`); every file read here is a regular file read up to a size.
+
+May import: core, system.
 """
 
 from collections.abc import Callable

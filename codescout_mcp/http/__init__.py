@@ -8,6 +8,8 @@ all clients together can make the server hold within a bound known in advance (`
 the formula: docs/http.md). The modules, each importing only those before it: `settings.py`,
 `asgi.py`, `budget.py`, `access.py`, `admission.py`, `exchange.py`, `routing.py`, `guard.py`,
 `connections.py`.
+
+May import: core, system, answers, tools, server.
 """
 
 from __future__ import annotations

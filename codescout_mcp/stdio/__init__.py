@@ -7,6 +7,8 @@ owns the wire instead and hands the SDK's `Server` only well-formed messages. Th
 `framing.py` (lines), `pipes.py` (the two ends and the stop), `early.py` (before the SDK),
 `relay.py` (the session once it is up). Each imports only those listed before it.
 
+May import: core, system, answers, tools, server.
+
 * every line is answered: invalid UTF-8 or JSON -> -32700, anything that is not a JSON-RPC
   2.0 message -> -32600, a line over --max-message-bytes -> -32600, read and dropped
   without keeping it whole; the id is echoed whenever it can be read. A response the

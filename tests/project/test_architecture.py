@@ -110,3 +110,57 @@ def test_every_file_a_docstring_or_comment_names_is_there() -> None:
             if not any(place.exists() for place in places):
                 missing.append(f"{path.relative_to(ROOT)}: {name}")
     assert missing == []
+
+
+# What sits beside the folders and any layer may import: flag defaults, failures, the version.
+GROUND = {"limits.py", "failure.py", "version.py"}
+
+
+def folders() -> list[str]:
+    return sorted(path.parent.name for path in PACKAGE.glob("*/__init__.py"))
+
+
+def may_import(folder: str) -> set[str]:
+    """The folders (and `server`) a folder's `__init__` docstring says it may import."""
+    doc = ast.get_docstring(ast.parse((PACKAGE / folder / "__init__.py").read_text(encoding="utf-8"))) or ""
+    found = re.search(r"^May import: (.+?)\.$", doc, re.M | re.S)
+    assert found is not None, f"{folder}/__init__.py does not say what it may import"
+    words = " ".join(found.group(1).split())
+    if words.startswith("nothing of the package"):
+        return set()
+    return {word.strip() for word in words.split(",")}
+
+
+def test_every_module_is_in_a_layer_folder_or_beside_them_on_purpose() -> None:
+    loose = {name for name in modules() if "/" not in name}
+    assert loose == GROUND | {"server.py"}
+    assert folders() == ["answers", "cli", "core", "facts", "http", "stdio", "system", "tools"]
+
+
+def violations(folder: str, allowed: set[str]) -> list[str]:
+    """Each import in `folder` of a layer it may not import, with its place."""
+    wrong = []
+    for path in sorted((PACKAGE / folder).rglob("*.py")):
+        for line, entry in imports(path):
+            layer = entry.split("/", 1)[0] if "/" in entry else entry.removesuffix(".py")
+            if entry not in GROUND and layer != folder and layer not in allowed:
+                wrong.append(f"{path.relative_to(PACKAGE)}:{line}: {entry}")
+    return wrong
+
+
+@pytest.mark.parametrize("folder", folders())
+def test_each_folder_imports_only_what_its_init_allows(folder: str) -> None:
+    allowed = may_import(folder)
+    assert allowed <= {*folders(), "server"}, "a name in May import: that is no layer"
+    assert violations(folder, allowed) == [], f"{folder}/ may import only {sorted(allowed)}"
+
+
+def test_the_modules_beside_the_folders_import_nothing_of_the_package() -> None:
+    assert [name for name in sorted(GROUND) if imports(PACKAGE / name)] == []
+
+
+def test_the_folder_rule_sees_a_layer_reached_for() -> None:
+    """The tools speak in the SDK's words: without answers among what they may import, the
+    check names each place they do."""
+    wrong = violations("tools", may_import("tools") - {"answers"})
+    assert wrong and all(": answers/" in place for place in wrong)

@@ -17,17 +17,32 @@ from codescout_mcp.system.processes import Cancelled
 from tests.gitrepo import DAY, NOW_SECONDS, Repo
 from tests.repofacts import days, facts_of
 
+# The slack of a status read (a second, for coarse clocks) made a tenth of one, so that a test
+# waits SETTLE for its files to be older than it rather than a second each; time only moves on,
+# so a loaded machine makes them older still. (The test of a folder changed within the slack
+# keeps the real one: it needs the call to come within it.)
+SHORT_SLACK_NS = 100_000_000
+SETTLE = 0.15
+
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Repo:
+def short_slack(monkeypatch: pytest.MonkeyPatch) -> None:
+    from codescout_mcp.facts import checkout, repository
+
+    monkeypatch.setattr(repository, "STATUS_SLACK_NS", SHORT_SLACK_NS)
+    monkeypatch.setattr(checkout, "STATUS_SLACK_NS", SHORT_SLACK_NS)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, short_slack: None) -> Repo:
     r = Repo(tmp_path / "r")
     r.write("a.txt", "1\n")
     r.write("b.txt", "1\n")
     r.commit("2025-03-01T12:00:00Z", "a.txt", "b.txt")
     r.write("a.txt", "2\n")
     r.commit("2026-02-01T12:00:00Z", "a.txt")
-    # Files changed within a second of a status read are read again; let these settle.
-    time.sleep(1.1)
+    # Files changed within the slack of a status read are read again; let these settle.
+    time.sleep(SETTLE)
     return r
 
 
@@ -134,7 +149,7 @@ def test_an_untracked_file_is_dated_by_its_own_time_even_with_history(repo: Repo
 def test_adding_a_file_to_the_index_is_seen(repo: Repo) -> None:
     new = repo.write("new.txt", "x\n")
     os.utime(new, (NOW_SECONDS - 3 * DAY,) * 2)
-    time.sleep(1.1)  # its inode settles: only the index can tell what changes next
+    time.sleep(SETTLE)  # its inode settles: only the index can tell what changes next
     facts, _ = facts_of(repo.root)
     assert days(facts, "new.txt") == [3]  # untracked: its own time
     repo.git("add", "new.txt")  # the file is untouched; the index changes
@@ -146,7 +161,7 @@ def test_a_status_read_that_failed_is_read_again(repo: Repo, monkeypatch: pytest
     behind: the next call reads the status itself, and an edit made before it is still seen."""
     repo.write("a.txt", "edited\n")
     os.utime(repo.root / "a.txt", (NOW_SECONDS - 5 * DAY,) * 2)
-    time.sleep(1.1)  # older than the read's slack: only the status can tell it changed
+    time.sleep(SETTLE)  # older than the read's slack: only the status can tell it changed
     facts, _ = facts_of(repo.root)
     facts.refresh()
     plain = facts._read_status
@@ -176,7 +191,7 @@ def test_a_reftable_list_that_changes_drops_what_was_known(repo: Repo) -> None:
 def test_a_linked_worktree_follows_its_own_head(repo: Repo, tmp_path: Path) -> None:
     linked = tmp_path / "linked"
     repo.git("worktree", "add", "-q", "-b", "side", str(linked))
-    time.sleep(1.1)
+    time.sleep(SETTLE)
     facts, _ = facts_of(linked)
     assert facts.base == linked.resolve() and days(facts, "b.txt") == [364]
     side = Repo(linked, init=False)
@@ -290,7 +305,7 @@ def test_codeowners_written_edited_and_removed_in_each_place_are_seen(repo: Repo
 def test_a_shallow_boundary_without_its_file_dates_at_zero(tmp_path: Path, repo: Repo) -> None:
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo.root}", str(clone)], check=True)
-    time.sleep(1.1)  # the checkout settles, so a second read needs no status again
+    time.sleep(SETTLE)  # the checkout settles, so a second read needs no status again
     facts, warnings = facts_of(clone)
     notes: list[str] = []
     assert days(facts, "b.txt", notes=notes) == [27]  # the boundary commit's date
@@ -303,7 +318,9 @@ def test_a_shallow_boundary_without_its_file_dates_at_zero(tmp_path: Path, repo:
     assert days(facts, "b.txt", notes=notes) == [364] and len(notes) == 1 and "2025-03-01" in notes[0]
 
 
-def test_what_a_checkout_remembers_of_its_folders_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_what_a_checkout_remembers_of_its_folders_is_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, short_slack: None
+) -> None:
     """Which folders held no `.git`, and their names, are kept between calls up to a bound, then
     started afresh: a hostile client naming folder after folder cannot grow them without end."""
     from codescout_mcp.facts import checkout as module
@@ -314,7 +331,7 @@ def test_what_a_checkout_remembers_of_its_folders_is_bounded(tmp_path: Path, mon
     for name in files:
         r.write(name, "x\n")
     r.commit("2025-03-01T12:00:00Z", *files)
-    time.sleep(1.1)  # folders older than the slack: what was seen of them is kept
+    time.sleep(SETTLE)  # folders older than the slack: what was seen of them is kept
     monkeypatch.setattr(module, "CACHE_ENTRIES", 4)
     tool = WorkspaceTool(Workspace(str(r.root)))
 

@@ -218,3 +218,16 @@ def test_every_file_in_a_mutation_test_list_has_tests_selected() -> None:
         assert done.returncode == 0, done.stdout + done.stderr
         selected = {line.split("::")[0] for line in done.stdout.splitlines() if "::" in line}
         assert selected == files, (arguments, files - selected)
+
+
+def test_cache_layers_smoke_measures_each_layer_against_all_kept() -> None:
+    output = smoke("cache_layers.py")
+    found = re.findall(r"^  (.+?)\s+(\d+\.\d+) ms against\s+(\d+\.\d+) ms kept:\s+(\d+\.\d+)x$", output, re.M)
+    assert [name for name, *_ in found] == [
+        "index and status snapshot",
+        "history kept for HEAD",
+        "parsed CODEOWNERS",
+        "folders without .git, prefixes",
+        "everything (a new Workspace)",
+    ], output
+    assert all(float(ratio) > 0 for *_, ratio in found), output

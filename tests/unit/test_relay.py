@@ -141,13 +141,20 @@ def test_a_batch_is_answered_in_one_array_member_by_member() -> None:
     assert wire.rest() == []
 
 
-def test_a_cancelled_call_is_never_answered() -> None:
+def holding(*messages: object) -> tuple[Wire, HeldRank]:
+    """A session past its handshake whose rank tool holds its answer, sent `messages` (the
+    first a call, which has begun by the time this returns)."""
     held = HeldRank()
     wire = Wire(held)
     wire.send(*initialize())
     wire.answer()
-    wire.send(call(5))
+    wire.send(*messages)
     assert held.started.wait(30)
+    return wire, held
+
+
+def test_a_cancelled_call_is_never_answered() -> None:
+    wire, held = holding(call(5))
     wire.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}, ping(6))
     assert wire.answer()["id"] == 6
     held.go.set()  # the call's thread returns now, to nobody
@@ -156,12 +163,7 @@ def test_a_cancelled_call_is_never_answered() -> None:
 
 
 def test_input_that_ends_waits_for_the_answers_still_due() -> None:
-    held = HeldRank()
-    wire = Wire(held)
-    wire.send(*initialize())
-    wire.answer()
-    wire.send(call(9))
-    assert held.started.wait(30)
+    wire, held = holding(call(9))
     wire.end_input()
     threading.Timer(0.3, held.go.set).start()
     rest = wire.rest()
@@ -170,12 +172,7 @@ def test_input_that_ends_waits_for_the_answers_still_due() -> None:
 
 def test_no_more_requests_are_served_at_once_than_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(relay, "MAX_IN_FLIGHT", 1)
-    held = HeldRank()
-    wire = Wire(held)
-    wire.send(*initialize())
-    wire.answer()
-    wire.send(call(1), ping(2))
-    assert held.started.wait(30)
+    wire, held = holding(call(1), ping(2))
     threading.Timer(0.3, held.go.set).start()
     # The ping, quick as it is, waits for the call's place: the call is answered first.
     assert [wire.answer()["id"], wire.answer()["id"]] == [1, 2]

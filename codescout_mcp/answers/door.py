@@ -63,13 +63,13 @@ class Session:
     (`stateless`), as the SDK's stateless transport serves it.
     """
 
-    __slots__ = ("early", "era", "negotiated", "sdk_ready")
+    __slots__ = ("answering_early", "era", "negotiated", "sdk_ready")
 
     def __init__(self, *, era: str | None = None, negotiated: str | None = None, sdk_ready: bool = True) -> None:
         self.era = era  # "handshake" or "modern", once the first request settled it
         self.negotiated = negotiated  # the handshake's protocol version, once `initialize` settled it
         self.sdk_ready = sdk_ready
-        self.early = not sdk_ready  # whether early answers may still be given
+        self.answering_early = not sdk_ready  # whether early answers may still be given
 
     @classmethod
     def stateless(cls, version: str | None) -> Session:
@@ -90,7 +90,7 @@ class Session:
 
     def end_early(self) -> None:
         """No early answer may follow: the SDK must answer what comes next itself."""
-        self.early = False
+        self.answering_early = False
 
     def settle(self, request: dict[str, Any]) -> bool:
         """Note a request's era if it is the first (it settles the session's); whether the
@@ -226,7 +226,7 @@ class Door:
                     progress_token=token,
                 )
             return None  # (an odd call changes nothing the handshake depends on: early answers go on)
-        if session.sdk_ready or not session.early:
+        if session.sdk_ready or not session.answering_early:
             return None
         reply = self.handshake.answer(envelope, session.era, session.negotiated) if fits else None
         if reply is None or reply.ends_early:

@@ -98,13 +98,13 @@ class EarlyCall:
 
 class Backlogged:
     """A message read before the SDK was up: its JSON value (checked, for an object), and what was
-    done with it: an early answer already sent (`early`), or a call of codescout's running (`call`)."""
+    done with it: an early answer already sent (`sent_early`), or a call of codescout's running (`call`)."""
 
-    __slots__ = ("call", "early", "value")
+    __slots__ = ("call", "sent_early", "value")
 
-    def __init__(self, value: object, early: bytes | None = None, call: EarlyCall | None = None) -> None:
+    def __init__(self, value: object, sent_early: bytes | None = None, call: EarlyCall | None = None) -> None:
         self.value = value
-        self.early = early
+        self.sent_early = sent_early
         self.call = call
 
 
@@ -158,7 +158,7 @@ class EarlyAnswers:
             entry.value
             for entry in self.backlog
             if isinstance(entry, Backlogged)
-            and entry.early is None
+            and entry.sent_early is None
             and entry.call is None
             and isinstance(entry.value, dict)
             and "id" in entry.value
@@ -193,7 +193,7 @@ class EarlyAnswers:
             early = encode(route.reply)
             self.writer.send(early)
             logger.debug("answered %s before the SDK loaded", message["method"])
-            self._keep(Backlogged(message, early=early), request=False)
+            self._keep(Backlogged(message, sent_early=early), request=False)
         elif isinstance(route, Call):
             call = EarlyCall(route, self.writer)
             del route

@@ -66,13 +66,13 @@ class BatchAnswers:
 class Pending:
     """One request handed to the SDK and not yet settled."""
 
-    __slots__ = ("batch", "cancelled", "client_id", "direct", "early", "early_call", "handshake", "size", "stop")
+    __slots__ = ("batch", "cancelled", "client_id", "direct", "early_call", "handshake", "sent_early", "size", "stop")
 
-    def __init__(self, client_id: object, size: int, batch: BatchAnswers | None, early: bytes | None) -> None:
+    def __init__(self, client_id: object, size: int, batch: BatchAnswers | None, sent_early: bytes | None) -> None:
         self.client_id = client_id
         self.size = size
         self.batch = batch
-        self.early = early  # the answer already sent for it, if any
+        self.sent_early = sent_early  # the answer already sent for it, if any
         self.direct = False  # answered by codescout (the door), not handed to the SDK
         self.stop: Stop | None = None  # a door's call's stop
         self.cancelled = False  # a door's call the client cancelled: its answer is dropped

@@ -194,7 +194,7 @@ class _Relay:
                 if entry.call is not None:
                     self._adopt(entry.call)
                 elif isinstance(entry.value, dict):  # (checked, and put to the door, when it was read)
-                    await self._handle(Message(entry.value), to_server, early=entry.early)
+                    await self._handle(Message(entry.value), to_server, sent_early=entry.sent_early)
                 else:  # a batch, if the session's version serves them
                     await self._handle(read_message(entry.value, batches=self._batches()), to_server)
             if not ended:
@@ -239,7 +239,7 @@ class _Relay:
         read: Refused | Dropped | Batch | Message,
         to_server: MemoryObjectSendStream[SessionMessage | Exception],
         *,
-        early: bytes | None = None,
+        sent_early: bytes | None = None,
         size: int = 0,
     ) -> None:
         """A message the door left to the SDK (or one it refused, or a batch), relayed."""
@@ -254,7 +254,7 @@ class _Relay:
             if message.reason != BLANK_LINE:
                 logger.info("dropped a message: %s", message.reason)
         else:
-            await self._relay(message, to_server, None, early=early, size=size)
+            await self._relay(message, to_server, None, sent_early=sent_early, size=size)
 
     async def _direct_call(self, call: Call, size: int) -> None:
         """A call of codescout's tools, answered in a task of its own."""
@@ -330,7 +330,7 @@ class _Relay:
         to_server: MemoryObjectSendStream[SessionMessage | Exception],
         batch: BatchAnswers | None,
         *,
-        early: bytes | None = None,
+        sent_early: bytes | None = None,
         size: int = 0,
         internal: int | None = None,
     ) -> None:
@@ -338,8 +338,8 @@ class _Relay:
             await self._wait_for_room(size)
             if internal is None:
                 internal = next(self._ids)
-            record = Pending(message.id, size, batch, early)
-            if batch is None and message.method == "initialize" and early is None:
+            record = Pending(message.id, size, batch, sent_early)
+            if batch is None and message.method == "initialize" and sent_early is None:
                 record.handshake = anyio.Event()
             self.pending[internal] = record
             self.pending_bytes += size
@@ -481,8 +481,8 @@ class _Relay:
                     if isinstance(version, str):
                         self.session.negotiated_as(version)
                 self._settle(internal)
-                if record.early is not None:
-                    self._compare(record.early, reply)
+                if record.sent_early is not None:
+                    self._compare(record.sent_early, reply)
                 elif record.batch is not None:
                     record.batch.answer(internal, reply)
                     self._send_batch(record.batch)
@@ -504,4 +504,4 @@ def _dumped(message: types.JSONRPCMessage) -> dict[str, Any]:
     return dumped
 
 
-__all__ = ["Session"]
+__all__ = ["SdkSession"]

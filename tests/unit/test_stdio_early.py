@@ -165,7 +165,7 @@ def test_a_batch_waits_for_the_sdk_and_ends_the_early_answers() -> None:
     batch = [request(1, "ping")]
     _, early = run([line(batch), line(request(2, "initialize", INITIALIZE))])
     assert answers(early) == {}  # neither answered early
-    assert early.session.early is False
+    assert early.session.answering_early is False
     kept = [entry.value for entry in early.backlog if isinstance(entry, Backlogged)]
     assert kept == [batch, request(2, "initialize", INITIALIZE)]
 

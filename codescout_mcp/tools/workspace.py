@@ -52,6 +52,8 @@ WARM_COMMITS: Final = 5_000
 # A call of more paths than this goes to a worker thread at once; fewer are answered on the
 # event loop when everything they need is known already (a few stat calls a path).
 INLINE_HITS: Final = 1_000
+# How long a cancelled call waits for its read-ahead thread, whose git the cancel has ended.
+AHEAD_CANCEL_SECONDS: Final = 5.0
 # A call with bad paths names them all, so that one call back can fix them; this many in
 # full, and the rest as a count, so that the error stays small however many there are.
 LISTED_PATHS: Final = 20
@@ -141,13 +143,19 @@ class Workspace:
         (`RepositoryFacts.ready`), taking its turn at the workspace as a call does, while the
         caller works on without it (a search's ripgrep); the block's end waits for it. It works
         for the same call: cancelling the call ends its git, and its time bounds it. A block
-        that fails does not wait: what the thread reads is kept for the next call. What goes
-        wrong in it is left for the call to meet and say."""
-        thread = threading.Thread(
-            target=self._read_ahead, args=(current_stop(), lookup), daemon=True, name="codescout-ahead"
-        )
+        that fails does not wait (what the thread reads is kept for the next call), unless the
+        call was cancelled: then its git is ending, and the call ends only once the thread has
+        (for at most AHEAD_CANCEL_SECONDS). What goes wrong in it is left for the call to meet
+        and say."""
+        stop = current_stop()
+        thread = threading.Thread(target=self._read_ahead, args=(stop, lookup), daemon=True, name="codescout-ahead")
         thread.start()
-        yield
+        try:
+            yield
+        except BaseException:
+            if stop is not None and stop.cancelled:
+                thread.join(AHEAD_CANCEL_SECONDS)
+            raise
         thread.join()
 
     def _read_ahead(self, stop: Stop | None, lookup: Lookup) -> None:

@@ -1,11 +1,13 @@
-"""The user's cache folder: walks of a repository's history, kept so that a new process need not walk again.
+"""The user's cache folder: what was read of a repository, kept so that a new process need not read it again.
 
 Where: `CODESCOUT_CACHE_DIR` when it is set, else the platform's cache folder
 (`$XDG_CACHE_HOME/codescout`, or `~/.cache/codescout`, on Linux and the other POSIX systems;
 `~/Library/Caches/codescout` on macOS; `%LOCALAPPDATA%\\codescout\\Cache` on Windows), as pip and uv
 keep theirs. Each repository has one file under `history/`, named by a hash of its git folder
 and work tree, holding for each path the commit time of the last first-parent commit that
-changed it, as of one commit (docs/workspace.md says what that costs on disk).
+changed it, as of one commit (docs/workspace.md says what that costs on disk). Each workspace
+has one file under `folders/`, named by a hash of its path: what the vetting of its ignore files
+saw of its folders (`ignorefiles.IgnoreFiles`), each folder's listing with its stat.
 
 The cache is only ever a way to be faster: every doubt means it is not used (the history is
 walked instead), and deleting the folder loses nothing. So a folder that is a symbolic link,
@@ -33,6 +35,7 @@ logger = logging.getLogger("codescout")
 
 CACHE_VARIABLE: Final = "CODESCOUT_CACHE_DIR"
 MAGIC: Final = b"codescout history 1\n"
+FOLDERS_MAGIC: Final = b"codescout folders 1\n"
 # The largest file read back (a history of a million paths is about 60 MB).
 MAX_FILE_BYTES: Final = 512 << 20
 
@@ -52,6 +55,7 @@ class Snapshot(NamedTuple):
 
 _ENABLED = True
 _USER_CACHE: list[HistoryCache | None] = []  # the process's one, once made
+_USER_FOLDERS: list[FolderCache | None] = []
 
 
 def disable() -> None:
@@ -68,6 +72,16 @@ def user_cache() -> HistoryCache | None:
     if not _USER_CACHE:
         _USER_CACHE.append(HistoryCache.for_user())
     return _USER_CACHE[0]
+
+
+def user_folder_cache() -> FolderCache | None:
+    """The process's cache of folder listings in the user's cache folder (made once), or None:
+    disabled, or no folder that is safe to use."""
+    if not _ENABLED:
+        return None
+    if not _USER_FOLDERS:
+        _USER_FOLDERS.append(FolderCache.for_user())
+    return _USER_FOLDERS[0]
 
 
 def cache_folder(environ: dict[str, str] | None = None, platform: str = sys.platform) -> Path | None:
@@ -106,38 +120,28 @@ def _folder_problem(path: Path) -> str | None:
     return None
 
 
-class HistoryCache:
-    """The `history/` folder of the cache: one walk per repository (see the module docstring)."""
+class _KeptFiles:
+    """One folder of the cache, and what was said of it in the log (each thing once)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._said: set[str] = set()
 
+    def _say(self, message: str) -> None:
+        if message not in self._said:
+            self._said.add(message)
+            logger.info("%s", message)
+
+
+class HistoryCache(_KeptFiles):
+    """The `history/` folder of the cache: one walk per repository (see the module docstring)."""
+
     @classmethod
     def for_user(cls, folder: Path | None = None) -> HistoryCache | None:
         """The cache in the user's folder (made if missing), or None, said once in the log, where
         there is none or it is not safe to use."""
-        root = folder if folder is not None else cache_folder()
-        if root is None:
-            return None
-        history = root / "history"
-        # Each folder is looked at before anything is made in it: nothing is made through a link,
-        # nor in a folder of another user's or one others can write to.
-        for path in (root, history):
-            try:
-                if not os.path.lexists(path):
-                    if path == root:
-                        os.makedirs(path, mode=0o700, exist_ok=True)
-                    else:
-                        os.mkdir(path, 0o700)
-            except OSError as error:
-                logger.info("the cache folder %s cannot be made (%s); histories are walked anew", path, error.strerror)
-                return None
-            problem = _folder_problem(path)
-            if problem is not None:
-                logger.warning("the cache folder %s %s; it is not used, and histories are walked anew", path, problem)
-                return None
-        return cls(history)
+        history = _kept_folder("history", folder, "histories are walked anew")
+        return None if history is None else cls(history)
 
     def path_for(self, key: dict[str, str]) -> Path:
         """The file of the repository `key` names (its git folder and work tree)."""
@@ -162,28 +166,106 @@ class HistoryCache:
     def save(self, key: dict[str, str], snapshot: Snapshot) -> None:
         """Write `snapshot` for `key`, whole or not at all (a failure is said once, and costs only speed)."""
         path = self.path_for(key)
-        data = _written(snapshot, key)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-        try:
-            fd = os.open(temporary, flags, 0o600)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temporary, path)
-        except OSError as error:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            self._say(f"cannot write the cached history {path} ({error.strerror}); it is walked anew next time")
+        problem = _write_whole(path, _written(snapshot, key))
+        if problem is not None:
+            self._say(f"cannot write the cached history {path} ({problem}); it is walked anew next time")
 
-    def _say(self, message: str) -> None:
-        if message not in self._said:
-            self._said.add(message)
-            logger.info("%s", message)
+
+class FolderCache(_KeptFiles):
+    """The `folders/` folder of the cache: for each workspace, what its folders held when last
+    listed (`ignorefiles.IgnoreFiles` keeps it), one file per workspace named by a hash of its path."""
+
+    @classmethod
+    def for_user(cls, folder: Path | None = None) -> FolderCache | None:
+        """The cache in the user's folder (made if missing), or None, said once in the log, where
+        there is none or it is not safe to use."""
+        folders = _kept_folder("folders", folder, "the workspace's folders are listed anew")
+        return None if folders is None else cls(folders)
+
+    def path_for(self, root: str) -> Path:
+        return self.folder / hashlib.sha256(root.encode(errors="surrogatepass")).hexdigest()[:40]
+
+    def load(self, root: str) -> object:
+        """What was written for the workspace `root` (a JSON value), if it reads whole; else None."""
+        path = self.path_for(root)
+        try:
+            data = _read_own_file(path)
+        except OSError:
+            return None
+        if data is None:
+            return None
+        try:
+            if not data.startswith(FOLDERS_MAGIC):
+                raise ValueError("not a file of folders")
+            header_end = data.index(b"\n", len(FOLDERS_MAGIC))
+            header = json.loads(data[len(FOLDERS_MAGIC) : header_end])
+            body = memoryview(data)[header_end + 1 :]
+            if len(body) != header["size"] or _checksum(header, body) != header["sha256"]:
+                raise ValueError("its size or checksum does not agree")
+            if header["root"] != root:
+                return None
+            return json.loads(bytes(body))
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            self._say(f"the cached folders {path} do not read as written; they are listed anew")
+            return None
+
+    def save(self, root: str, state: object) -> None:
+        """Write `state` (a JSON value) for the workspace `root`, whole or not at all."""
+        path = self.path_for(root)
+        body = json.dumps(state, separators=(",", ":")).encode()
+        header: dict[str, object] = {"root": root, "size": len(body)}
+        header["sha256"] = _checksum(header, body)
+        problem = _write_whole(path, FOLDERS_MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body)
+        if problem is not None:
+            self._say(f"cannot write the cached folders {path} ({problem}); they are listed anew next time")
+
+
+def _kept_folder(kind: str, folder: Path | None, otherwise: str) -> Path | None:
+    """The cache's folder `kind` (the cache folder itself is `folder`, else the user's), both made
+    if missing; None, said in the log with `otherwise`, where there is none or it is not safe to use."""
+    root = folder if folder is not None else cache_folder()
+    if root is None:
+        return None
+    kept = root / kind
+    # Each folder is looked at before anything is made in it: nothing is made through a link,
+    # nor in a folder of another user's or one others can write to.
+    for path in (root, kept):
+        try:
+            if not os.path.lexists(path):
+                if path == root:
+                    os.makedirs(path, mode=0o700, exist_ok=True)
+                else:
+                    os.mkdir(path, 0o700)
+        except OSError as error:
+            logger.info("the cache folder %s cannot be made (%s); %s", path, error.strerror, otherwise)
+            return None
+        problem = _folder_problem(path)
+        if problem is not None:
+            logger.warning("the cache folder %s %s; it is not used, and %s", path, problem, otherwise)
+            return None
+    return kept
+
+
+def _write_whole(path: Path, data: bytes) -> str | None:
+    """Write `data` to `path` whole or not at all: under another name, flushed to disk, then
+    renamed into place. None when written; else why not, in words."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(temporary, flags, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        return error.strerror or str(error)
+    return None
 
 
 def _read_own_file(path: Path) -> bytes | None:

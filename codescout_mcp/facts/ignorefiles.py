@@ -25,6 +25,7 @@ import re
 import stat
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -35,6 +36,7 @@ from codescout_mcp.system.platform import decode_name
 from codescout_mcp.system.processes import take_lock
 
 if TYPE_CHECKING:
+    from codescout_mcp.facts.cache import FolderCache
     from codescout_mcp.facts.lookup import Lookup
     from codescout_mcp.facts.repository import RepositoryFacts
 
@@ -48,6 +50,8 @@ SLACK_NS: Final = 1_000_000_000
 # The most folders whose listing is kept between searches.
 MAX_FOLDERS: Final = 200_000
 POINTER_LIMIT: Final = 64 * 1024
+# Folders listed anew before what is kept is written to the cache again (or an eighth of them all).
+SAVE_AFTER: Final = 16
 
 
 class BadIgnoreFile(SearchError):
@@ -146,12 +150,18 @@ class IgnoreFiles:
     """The ignore files of one workspace, vetted before each search (see the module docstring);
     one vet at a time, outside the workspace's turn (a search's reading ahead goes on meanwhile)."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, cache: Callable[[], FolderCache | None] | None = None) -> None:
         self.root = root
         self._lock = threading.Lock()
         self._listings: dict[str, _Listing] = {}
         self._ignored: frozenset[str] = frozenset()  # absolute folders git reports as ignored
         self._ignored_key: object = None  # the ignore files' stat data when git was asked
+        # Where what was seen is kept between processes (found at the first vet), and how much
+        # was learnt since it was last read or written there.
+        self._cache = cache
+        self._kept: FolderCache | None = None
+        self._listed_since = 0
+        self._asked_since = False
 
     def vet(self, start: str, repository: RepositoryFacts | None, lookup: Lookup) -> Vetted:
         """What a search of `start` (an absolute folder or file inside the workspace) may go ahead
@@ -159,9 +169,51 @@ class IgnoreFiles:
         if not take_lock(self._lock, lookup.seconds_left(Path(self.root))):
             raise SearchError("another search was looking at the ignore files for the whole time allowed; try again")
         try:
-            return self._vet(start, repository, lookup)
+            if self._cache is not None:
+                self._kept, self._cache = self._cache(), None
+                if self._kept is not None:
+                    self._restore(self._kept.load(self.root))
+            vetted = self._vet(start, repository, lookup)
+            if self._kept is not None and (
+                self._asked_since or self._listed_since > max(SAVE_AFTER, len(self._listings) // 8)
+            ):
+                self._kept.save(self.root, self._state())
+                self._listed_since, self._asked_since = 0, False
+            return vetted
         finally:
             self._lock.release()
+
+    def _state(self) -> dict[str, object]:
+        """What is kept between processes: each folder's listing, and what git said is ignored."""
+        return {
+            "listings": {
+                folder: [*listing.mark, listing.git, listing.ignore_files, listing.folders]
+                for folder, listing in self._listings.items()
+            },
+            "ignored": sorted(self._ignored),
+            "ignored_key": self._ignored_key,
+        }
+
+    def _restore(self, state: object) -> None:
+        """Take up a `_state` read back from the cache; anything in it not as written, and none of it is taken."""
+        if not isinstance(state, dict):
+            return
+        try:
+            listings = {}
+            for folder, (dev, ino, mtime, ctime, git, ignore_files, folders) in state["listings"].items():
+                mark = (dev, ino, mtime, ctime)
+                if not all(type(number) is int for number in mark) or type(git) is not bool:
+                    return
+                if not all(isinstance(name, str) for name in (folder, *ignore_files, *folders)):
+                    return
+                listings[folder] = _Listing(mark, tuple(folders), tuple(ignore_files), git)
+            ignored = state["ignored"]
+            if len(listings) > MAX_FOLDERS or not all(isinstance(folder, str) for folder in ignored):
+                return
+            ignored_key = _tupled(state["ignored_key"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return
+        self._listings, self._ignored, self._ignored_key = listings, frozenset(ignored), ignored_key
 
     def _vet(self, start: str, repository: RepositoryFacts | None, lookup: Lookup) -> Vetted:
         outside, negated = self._above(start)
@@ -170,6 +222,7 @@ class IgnoreFiles:
         if in_git and self._ignored_key is None:
             assert repository is not None
             self._ignored, asked = _ignored_folders(repository, lookup), True
+            self._asked_since = True
         for _ in range(3):
             seen: list[tuple[str, tuple[int, ...] | None]] = []
             # A `!` rule in a .ignore or .rgignore can have ripgrep walk into a folder git ignores:
@@ -188,6 +241,7 @@ class IgnoreFiles:
             # An ignore file changed since git was asked: ask again, and walk with its answer.
             assert repository is not None
             self._ignored, asked = _ignored_folders(repository, lookup), True
+            self._asked_since = True
         sizes = [(path, signature[1]) for path, signature in seen if signature is not None]
         sizes += [(path, os.path.getsize(path)) for path in outside if os.path.isfile(path)]
         largest = max(sizes, key=lambda entry: entry[1], default=None)
@@ -294,7 +348,13 @@ class IgnoreFiles:
             if len(self._listings) >= MAX_FOLDERS:
                 self._listings.clear()
             self._listings[folder] = listing
+            self._listed_since += 1
         return listing
+
+
+def _tupled(value: object) -> object:
+    """`value` read back from JSON with each list a tuple again, as the key it was written from."""
+    return tuple(_tupled(item) for item in value) if isinstance(value, list) else value
 
 
 def _negates(path: str) -> bool:

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from codescout_mcp.answers import catalog, words
 from codescout_mcp.answers.protocol import CALL_SECONDS
@@ -44,6 +44,9 @@ from codescout_mcp.system.paths import LinkOnTheWay, ancestors, pin
 from codescout_mcp.system.processes import Cancelled, Stop, call_seconds, current_stop, take_lock, working_for
 from codescout_mcp.tools.callpaths import CallPaths
 
+if TYPE_CHECKING:
+    from codescout_mcp.facts.cache import FolderCache
+
 logger = logging.getLogger("codescout")
 
 CHECKER: Final = Checker(WORKSPACE_INPUT_SCHEMA)
@@ -59,6 +62,12 @@ AHEAD_CANCEL_SECONDS: Final = 5.0
 LISTED_PATHS: Final = 20
 
 
+def _folder_cache() -> FolderCache | None:
+    from codescout_mcp.facts.cache import user_folder_cache
+
+    return user_folder_cache()
+
+
 class Workspace:
     """One workspace folder and what was read of it; safe to use from several threads, one call at a time."""
 
@@ -72,7 +81,7 @@ class Workspace:
         self._warned: set[str] = set()
         self._waiting = 0  # calls waiting for the workspace
         self._warm_stop: Stop | None = None  # the background walk's, while it holds the workspace
-        self.ignore_files = IgnoreFiles(str(self.root))  # vetted before each search
+        self.ignore_files = IgnoreFiles(str(self.root), cache=_folder_cache)  # vetted before each search
 
     @contextlib.contextmanager
     def turn(self, lookup: Lookup) -> Iterator[Checkout]:

@@ -183,33 +183,50 @@ class Git:
         self.env = env
         self.program = git_program()  # found once for this folder's commands
 
-    def command(self, *args: str, extra: tuple[str, ...] = ()) -> list[str]:
-        """The full argv for `git ARGS`: the pinned settings first, then `extra` settings."""
+    def command(self, *args: str, extra: tuple[str, ...] = (), literal: bool = True) -> list[str]:
+        """The full argv for `git ARGS`: the pinned settings first, then `extra` settings; every
+        pathspec read literally, unless not `literal` (for a command that takes no pathspecs
+        magic, `check-ignore`: it refuses the option)."""
         options = [item for key, value in PINNED for item in ("-c", f"{key}={value}")]
-        return [self.program, "--no-pager", "--no-optional-locks", "--literal-pathspecs", *options, *extra, *args]
+        literally = ("--literal-pathspecs",) if literal else ()
+        return [self.program, "--no-pager", "--no-optional-locks", *literally, *options, *extra, *args]
 
     def run(
-        self, *args: str, check: bool = True, seconds: float | None = None, overrides: Overrides | None = None
+        self,
+        *args: str,
+        check: bool = True,
+        seconds: float | None = None,
+        overrides: Overrides | None = None,
+        stdin: int | None = None,
+        literal: bool = True,
     ) -> tuple[int, bytes, bytes]:
-        """(status, stdout, stderr) of one git command; GitError if it cannot run, fails or overruns."""
+        """(status, stdout, stderr) of one git command (given the file open at descriptor `stdin`,
+        if any, as its input); GitError if it cannot run, fails or overruns."""
         extra: tuple[str, ...] = ()
         env = self.env
         if overrides is not None:
             extra, env = overrides.arguments, {**self.env, **overrides.environment}
-        argv = self.command(*args, extra=extra)
-        status, out, err = self.run_argv(argv, args[0], cwd=str(self.where), env=env, seconds=seconds)
+        argv = self.command(*args, extra=extra, literal=literal)
+        status, out, err = self.run_argv(argv, args[0], cwd=str(self.where), env=env, seconds=seconds, stdin=stdin)
         if check and status != 0:
             raise GitError(f"git {args[0]} failed in {shown(str(self.where))}: {said(err, status)}")
         return status, out, err
 
     def run_argv(
-        self, argv: list[str], name: str, *, cwd: str, env: dict[str, str], seconds: float | None = None
+        self,
+        argv: list[str],
+        name: str,
+        *,
+        cwd: str,
+        env: dict[str, str],
+        seconds: float | None = None,
+        stdin: int | None = None,
     ) -> tuple[int, bytes, bytes]:
         """(status, stdout, stderr) of a git argv (`command`'s, for the subcommand `name`) run in `cwd`;
         GitError if it cannot run or overruns."""
         limit = self.timeout if seconds is None else min(seconds, self.timeout)
         try:
-            return run_child(argv, cwd=cwd, env=env, seconds=limit)
+            return run_child(argv, cwd=cwd, env=env, seconds=limit, stdin=stdin)
         except ChildTimeout:
             raise GitError(f"git {name} took longer than {limit:.0f} s in {shown(str(self.where))}") from None
         except ChildOutputTooLarge:

@@ -12,10 +12,12 @@ have it apply rules read from outside. So each one is looked at first (`IgnoreFi
   turns into a `!` glob, so ripgrep never walks into it nor reads the file), and the answer
   says so (`Vetted.notes`). A folder ripgrep would have skipped anyway loses nothing by it.
 
-Folders git reports as ignored (`git ls-files --others --ignored --directory`) are not walked
-into: ripgrep does not walk into them either, and they are where trees are big (node_modules).
-git is asked again only when an ignore file changed. What was seen of each folder is kept while
-its stat says it is unchanged, so a repeated search costs one `lstat` per folder walked.
+Folders an ignore rule leaves out are not walked into: ripgrep does not walk into them either,
+and they are where trees are big (node_modules). git tells which (`git check-ignore`), a level
+of folders at a time, once the ignore files it reads for them are checked: git opens them too,
+and waits on a FIFO as ripgrep does. It is asked again only when an ignore file changed. What
+was seen of each folder is kept while its stat says it is unchanged (in the cache folder too,
+for the next process), so a repeated search costs one `lstat` per folder walked.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from codescout_mcp.core.text import shown
+from codescout_mcp.facts.git import GitError, Overrides
+from codescout_mcp.facts.git import said as said_by_git
 from codescout_mcp.facts.rg import VCS_FOLDERS, SearchError
 from codescout_mcp.system.paths import ancestors, changed_ns, describe_kind, read_regular, relative_inside
 from codescout_mcp.system.platform import decode_name
@@ -218,30 +223,27 @@ class IgnoreFiles:
     def _vet(self, start: str, repository: RepositoryFacts | None, lookup: Lookup) -> Vetted:
         outside, negated = self._above(start)
         in_git = repository is not None and repository.in_git
-        asked = False
-        if in_git and self._ignored_key is None:
-            assert repository is not None
-            self._ignored, asked = _ignored_folders(repository, lookup), True
-            self._asked_since = True
         for _ in range(3):
             seen: list[tuple[str, tuple[int, ...] | None]] = []
             # A `!` rule in a .ignore or .rgignore can have ripgrep walk into a folder git ignores:
-            # then every folder is walked.
-            pruned = self._ignored if in_git and not negated else frozenset()
-            excluded, notes, negation_below = self._below(start, seen, lookup, pruned)
+            # then every folder is walked. Else the folders git ignored when the ignore files last
+            # stood as they do are left out; with no such answer, git is asked as the walk goes.
+            pruning = in_git and not negated
+            asking = repository if pruning and self._ignored_key is None else None
+            pruned = self._ignored if pruning and asking is None else frozenset()
+            excluded, notes, negation_below, ignored = self._below(start, seen, lookup, pruned, asking)
             if negation_below and not negated:
                 negated = True
                 continue
+            if not pruning:
+                break
             key = (tuple(seen), tuple(_signature(path) for path in outside))
-            if not in_git or negated or key == self._ignored_key:
+            if asking is not None:
+                self._ignored, self._ignored_key, self._asked_since = frozenset(ignored), key, True
                 break
-            self._ignored_key = key
-            if asked:
+            if key == self._ignored_key:
                 break
-            # An ignore file changed since git was asked: ask again, and walk with its answer.
-            assert repository is not None
-            self._ignored, asked = _ignored_folders(repository, lookup), True
-            self._asked_since = True
+            self._ignored_key = None  # an ignore file changed since git was asked: walk again, asking it
         sizes = [(path, signature[1]) for path, signature in seen if signature is not None]
         sizes += [(path, os.path.getsize(path)) for path in outside if os.path.isfile(path)]
         largest = max(sizes, key=lambda entry: entry[1], default=None)
@@ -273,48 +275,68 @@ class IgnoreFiles:
         return outside, negated
 
     def _below(
-        self, start: str, seen: list[tuple[str, tuple[int, ...] | None]], lookup: Lookup, pruned: frozenset[str]
-    ) -> tuple[list[str], list[str], bool]:
-        """Walk the folders under `start` but those `pruned`, checking each one's ignore files:
-        (folders to leave out, notes, whether a .ignore or .rgignore holds a `!` rule)."""
+        self,
+        start: str,
+        seen: list[tuple[str, tuple[int, ...] | None]],
+        lookup: Lookup,
+        pruned: frozenset[str],
+        asking: RepositoryFacts | None,
+    ) -> tuple[list[str], list[str], bool, set[str]]:
+        """Walk the folders under `start` but those `pruned`, a level at a time, checking each one's
+        ignore files: (folders to leave out, notes, whether a .ignore or .rgignore holds a `!`
+        rule, the folders git ignores). With `asking`, git is asked which folders of each level
+        its ignore rules leave out, once the ignore files it reads for them are checked; those
+        are not walked."""
         excluded: list[str] = []
         notes: list[str] = []
         negated = False
+        ignored: set[str] = set()
         if not os.path.isdir(start):
-            return excluded, notes, negated
+            return excluded, notes, negated, ignored
         recent = time.time_ns() - SLACK_NS
-        pending = [start]
+        base = os.path.normpath(asking.base) if asking is not None else None
+        level = [(start, False)]  # (a folder, whether it is in a repository nested in this one)
         walked = 0
-        while pending:
-            folder = pending.pop()
-            listing = self._listing(folder, recent)
-            if listing is None:
-                continue
-            said = None
-            for name in listing.ignore_files:
-                path = os.path.join(folder, name)
-                seen.append((path, _signature(path)))
-                said = said or _named(path, problem(path, self.root))
-                negated = negated or (said is None and _negates(path))
-            if listing.git and said is None:
-                for path in git_exclude_files(folder):
-                    if os.path.lexists(path):
-                        seen.append((path, _signature(path)))
-                        said = said or _named(path, problem(path, None))
-            if said is not None:
-                if folder == start:  # (checked above: only a change since could bring this)
-                    raise BadIgnoreFile(f"{said}; every search here reads it, so none can run")
-                name = relative_inside(folder, self.root) or "."
-                excluded.append(name)
-                notes.append(f"not searched: {shown(name + '/')}, because {said}")
-                continue
-            pending.extend(
-                path for path in (os.path.join(folder, name) for name in listing.folders) if path not in pruned
-            )
-            walked += 1
-            if walked % 1024 == 0:
-                lookup.seconds_left(Path(self.root))  # (GitError once the call's time is up)
-        return excluded, notes, negated
+        while level:
+            below: list[tuple[str, bool]] = []
+            for folder, nested in level:
+                listing = self._listing(folder, recent)
+                if listing is None:
+                    continue
+                said = None
+                for name in listing.ignore_files:
+                    path = os.path.join(folder, name)
+                    seen.append((path, _signature(path)))
+                    said = said or _named(path, problem(path, self.root))
+                    negated = negated or (said is None and _negates(path))
+                if listing.git and said is None:
+                    for path in git_exclude_files(folder):
+                        if os.path.lexists(path):
+                            seen.append((path, _signature(path)))
+                            said = said or _named(path, problem(path, None))
+                if said is not None:
+                    if folder == start:  # (checked above: only a change since could bring this)
+                        raise BadIgnoreFile(f"{said}; every search here reads it, so none can run")
+                    name = relative_inside(folder, self.root) or "."
+                    excluded.append(name)
+                    notes.append(f"not searched: {shown(name + '/')}, because {said}")
+                    continue
+                # git's rules in this repository say nothing of a nested one's folders.
+                inner = nested or (listing.git and os.path.normpath(folder) != base)
+                below += [
+                    (path, inner)
+                    for path in (os.path.join(folder, name) for name in listing.folders)
+                    if path not in pruned
+                ]
+                walked += 1
+                if walked % 1024 == 0:
+                    lookup.seconds_left(Path(self.root))  # (GitError once the call's time is up)
+            if asking is not None:
+                found = _ignored_among(asking, [path for path, inner in below if not inner], lookup)
+                ignored |= found
+                below = [(path, inner) for path, inner in below if path not in found]
+            level = below
+        return excluded, notes, negated, ignored
 
     def _listing(self, folder: str, recent: int) -> _Listing | None:
         """What `folder` holds (kept from last time while its stat is unchanged); None if it is no folder now."""
@@ -380,19 +402,45 @@ def _signature(path: str) -> tuple[int, ...] | None:
     return (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
 
 
-def _ignored_folders(repository: RepositoryFacts, lookup: Lookup) -> frozenset[str]:
-    """The folders git reports as ignored in `repository` (absolute paths)."""
+def _ignored_among(repository: RepositoryFacts, folders: list[str], lookup: Lookup) -> set[str]:
+    """Those of `folders` (absolute, in `repository`'s work tree, their ignore files and those
+    above checked) that git's ignore rules leave out as ripgrep reads the rules: a rule that
+    names the folder itself or one above it (where `ls-files --ignored --directory` also names a
+    folder each file of which is ignored, into which ripgrep still walks and reads its ignore
+    files), letter case kept (whatever core.ignoreCase says), and as the excludes file the
+    global one ripgrep reads (not one the repository's own config names)."""
     assert repository.git is not None
-    _, out, _ = repository.git.run(
-        "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory",
-        seconds=lookup.seconds_left(repository.base),
-    )  # fmt: skip
+    if not folders:
+        return set()
     base = str(repository.base)
-    return frozenset(
-        os.path.join(base, *decode_name(name).rstrip("/").split("/"))
-        for name in out.split(b"\0")
-        if name.endswith(b"/")
-    )
+    names = [relative_inside(folder, base) or "." for folder in folders]
+    overrides = Overrides(("-c", "core.ignoreCase=false", "-c", f"core.excludesFile={global_ignore_files()[-1]}"))
+    with tempfile.TemporaryFile() as listed:
+        # "./" first, so that a name that starts with ":" is not read as pathspec magic; no "/"
+        # last, which would have git read the folder's own .gitignore (git finds it a folder).
+        listed.write(b"".join(b"./" + _git_name(name) + b"\0" for name in names))
+        listed.seek(0)
+        status, out, err = repository.git.run(
+            "check-ignore", "--stdin", "-z", "--verbose", "--non-matching", "--no-index",
+            check=False, overrides=overrides, stdin=listed.fileno(), literal=False,
+            seconds=lookup.seconds_left(repository.base),
+        )  # fmt: skip
+    if status not in (0, 1):
+        raise GitError(f"git check-ignore failed in {shown(base)}: {said_by_git(err, status)}")
+    fields = out.split(b"\0")
+    # Each folder's record: the rule's file (empty when none matched), line, rule, the name.
+    if len(fields) != 4 * len(folders) + 1:
+        raise GitError(f"git check-ignore answered {len(fields) // 4} of {len(folders)} folders in {shown(base)}")
+    return {
+        folder
+        for index, folder in enumerate(folders)
+        if fields[4 * index] and not fields[4 * index + 2].startswith(b"!")
+    }
+
+
+def _git_name(name: str) -> bytes:
+    """A `/`-separated name as git reads it on this system."""
+    return name.encode("utf-8", "surrogatepass") if os.name == "nt" else os.fsencode(name)
 
 
 # How a git config names the global excludes file (as ripgrep looks for it: the setting on a line of its own).

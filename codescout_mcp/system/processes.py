@@ -304,6 +304,7 @@ def _spawn(
     *,
     data_bytes: int = CHILD_DATA_BYTES,
     confinement: Confinement | None = None,
+    stdin: int | None = None,
 ) -> subprocess.Popen[bytes]:
     import subprocess
 
@@ -316,7 +317,7 @@ def _spawn(
             argv,
             cwd=cwd,
             env=env,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             preexec_fn=before_exec,
@@ -398,9 +399,16 @@ def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
 
 
 def run_child(
-    argv: list[str], *, cwd: str, env: dict[str, str], seconds: float, limit: int = 256 << 20
+    argv: list[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    seconds: float,
+    limit: int = 256 << 20,
+    stdin: int | None = None,
 ) -> tuple[int, bytes, bytes]:
-    """(status, stdout, stderr) of a child given no stdin, ended with its children at the deadline.
+    """(status, stdout, stderr) of a child given no stdin (or the file open at descriptor `stdin`),
+    ended with its children at the deadline.
 
     Unlike `subprocess.run(timeout=)`, the deadline covers the whole run: a child that
     prints nothing, and a grandchild that keeps the pipes open after the child exits (on
@@ -411,7 +419,7 @@ def run_child(
 
     deadline = time.monotonic() + seconds
     stop = current_stop()
-    proc = _spawn(argv, cwd, env)
+    proc = _spawn(argv, cwd, env, stdin=stdin)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Drain(proc.stdout, limit), _Drain(proc.stderr, 1 << 16)
     try:

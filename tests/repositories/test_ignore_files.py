@@ -107,6 +107,47 @@ def test_a_bad_ignore_file_in_a_folder_git_ignores_changes_nothing(tmp_path: Pat
     assert notes(result) == []
 
 
+@pytest.mark.parametrize(
+    "why",
+    ["an untracked folder", "the repository's own excludes file", "core.ignoreCase", "every file in it ignored"],
+)
+def test_a_bad_ignore_file_git_would_read_or_skip_ripgrep_reads_is_looked_at(tmp_path: Path, why: str) -> None:
+    """Which folders git ignores is asked only once the ignore files git reads for that are
+    checked (a FIFO .gitignore in an untracked folder held `git ls-files --ignored` for the
+    search's whole 60 s), and is only a shortcut where ripgrep skips the folder too. It did not
+    in three cases, and an untracked FIFO there stalled each search as long: an excludes file
+    named in the repository's own config (ripgrep reads only the global one), `core.ignoreCase`
+    (ripgrep's rules keep case), and a folder git calls ignored because every file in it is
+    (ripgrep walks in, and reads its ignore files)."""
+    repo = Repo(tmp_path / "repo")
+    repo.write("a.py", "needle\n")
+    folder, rule = {
+        "an untracked folder": ("sub", ""),
+        "the repository's own excludes file": ("sub", ""),
+        "core.ignoreCase": ("Build", "build/\n"),
+        "every file in it ignored": ("logs", "*.log\n.rgignore\n"),
+    }[why]
+    bad = ".gitignore" if why == "an untracked folder" else ".rgignore"
+    repo.write(".gitignore", rule or "# nothing\n")
+    repo.commit(DAY, "a.py", ".gitignore")
+    if why == "the repository's own excludes file":
+        (tmp_path / "excludes").write_text("sub/\n")
+        repo.git("config", "core.excludesFile", str(tmp_path / "excludes"))
+    elif why == "core.ignoreCase":
+        repo.git("config", "core.ignoreCase", "true")
+    repo.write(f"{folder}/b.log", "needle\n")
+    if sys.platform == "win32":  # POSIX-only; for the type checker
+        raise AssertionError("no FIFOs on Windows")
+    os.mkfifo(repo.root / folder / bad)
+    started = time.monotonic()
+    result = search(repo.root)
+    assert time.monotonic() - started < 30
+    assert found(result) == ["a.py"]
+    assert notes(result) == [
+        f"Note: not searched: {folder}/, because {repo.root}/{folder}/{bad} is a FIFO, which ripgrep would wait on"
+    ]
+
+
 def test_a_folder_a_dot_ignore_lets_back_in_is_looked_at_too(tmp_path: Path) -> None:
     """`!node_modules/` in a .ignore has ripgrep walk into what git ignores: its ignore files count."""
     repo = Repo(tmp_path / "repo")

@@ -63,23 +63,23 @@ def fifo(path: Path) -> None:
 
 
 class Counted:
-    """How many folders the vetting listed, and how often git was asked for the ignored folders."""
+    """How many folders the vetting listed, and how often git was asked which it ignores."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.listed = 0
         self.asked = 0
-        scandir, ignored = os.scandir, ignorefiles._ignored_folders
+        scandir, ignored = os.scandir, ignorefiles._ignored_among
 
         def counted_scandir(path: Any) -> Any:
             self.listed += sys._getframe(1).f_code.co_filename == ignorefiles.__file__
             return scandir(path)
 
-        def counted_ignored(*arguments: Any) -> frozenset[str]:
-            self.asked += 1
-            return ignored(*arguments)
+        def counted_ignored(repository: Any, folders: list[str], lookup: Any) -> set[str]:
+            self.asked += bool(folders)
+            return ignored(repository, folders, lookup)
 
         monkeypatch.setattr(os, "scandir", counted_scandir)
-        monkeypatch.setattr(ignorefiles, "_ignored_folders", counted_ignored)
+        monkeypatch.setattr(ignorefiles, "_ignored_among", counted_ignored)
 
 
 def answer(root: Path, kept: Path | None) -> tuple[list[str], list[str]]:
@@ -100,12 +100,12 @@ def test_a_new_process_lists_no_folder_that_did_not_change(tmp_path: Path, monke
     kept = tmp_path / "cache"
     counted = Counted(monkeypatch)
     assert answer(repo.root, kept) == (["a.py", "src/b.py", "src/deep/c.py"], [])
-    assert (counted.listed, counted.asked) == (3, 1)
+    assert (counted.listed, counted.asked) == (3, 2)  # (git asked of a level at a time: 2 with folders)
     assert len(list((kept / "folders").iterdir())) == 1
     assert answer(repo.root, kept) == (["a.py", "src/b.py", "src/deep/c.py"], [])
-    assert (counted.listed, counted.asked) == (3, 1)  # nothing listed, git not asked
+    assert (counted.listed, counted.asked) == (3, 2)  # nothing listed, git not asked
     assert answer(repo.root, None) == (["a.py", "src/b.py", "src/deep/c.py"], [])
-    assert (counted.listed, counted.asked) == (6, 2)  # (the control: no cache lists all again)
+    assert (counted.listed, counted.asked) == (6, 4)  # (the control: no cache lists all again)
 
 
 def test_a_bad_ignore_file_made_after_the_cache_was_written_is_seen(tmp_path: Path) -> None:
@@ -135,7 +135,7 @@ def test_an_ignore_file_edited_in_place_has_git_asked_again(tmp_path: Path, monk
     assert os.stat(repo.root).st_mtime_ns == before.st_mtime_ns
     expected: tuple[list[str], list[str]] = (["a.py", "build/d.py", "src/b.py", "src/deep/c.py"], [])
     assert answer(repo.root, kept) == expected
-    assert counted.asked == 1
+    assert counted.asked == 2
     assert answer(repo.root, None) == expected
 
 

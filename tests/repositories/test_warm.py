@@ -2,7 +2,7 @@
 
 In the background it reads what every first call reads (the ignore files, the index, the status,
 CODEOWNERS) and then walks the history into the cache folder, so that a first call some seconds
-after `initialize` runs no `git log`, `git status` or `git ls-files --others` of its own and
+after `initialize` runs no `git log`, `git status` or `git check-ignore` of its own and
 answers what a server that read nothing ahead answers. A git that writes each of its command
 lines to a log is what tells, here and in the control case (`--no-warm`, where the first call
 runs them all: the test can see them).
@@ -75,7 +75,7 @@ def read_ahead(lines: list[str]) -> dict[str, bool]:
     return {
         "history": any(" log " in f" {line} " for line in lines),
         "status": any(" status " in f" {line} " for line in lines),
-        "ignored folders": any("ls-files" in line and "--ignored" in line for line in lines),
+        "ignored folders": any(" check-ignore " in f" {line} " for line in lines),
     }
 
 

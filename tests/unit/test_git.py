@@ -273,7 +273,9 @@ def test_the_deadline_is_the_shorter_of_the_call_and_the_folder(
 ) -> None:
     given: list[float] = []
 
-    def run_child(argv: list[str], *, cwd: str, env: dict[str, str], seconds: float) -> tuple[int, bytes, bytes]:
+    def run_child(
+        argv: list[str], *, cwd: str, env: dict[str, str], seconds: float, stdin: int | None
+    ) -> tuple[int, bytes, bytes]:
         given.append(seconds)
         return 0, b"", b""
 

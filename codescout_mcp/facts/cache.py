@@ -25,7 +25,6 @@ import hashlib
 import json
 import logging
 import os
-import secrets
 import stat
 import sys
 from pathlib import Path
@@ -249,7 +248,7 @@ def _kept_folder(kind: str, folder: Path | None, otherwise: str) -> Path | None:
 def _write_whole(path: Path, data: bytes) -> str | None:
     """Write `data` to `path` whole or not at all: under another name, flushed to disk, then
     renamed into place. None when written; else why not, in words."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     try:
         fd = os.open(temporary, flags, 0o600)

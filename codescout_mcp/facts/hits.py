@@ -13,7 +13,6 @@ import os
 import stat
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,8 @@ class HitsError(Exception):
 
 def parse_now(text: str) -> float:
     """An ISO 8601 timestamp as POSIX seconds; one without a zone is taken as UTC."""
+    from datetime import datetime, timezone  # (here: only a given --now reads a date)
+
     moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -412,6 +411,8 @@ def _ignored_among(repository: RepositoryFacts, folders: list[str], lookup: Look
     assert repository.git is not None
     if not folders:
         return set()
+    import tempfile  # (here: asked only when nothing is kept, or an ignore file changed)
+
     base = str(repository.base)
     names = [relative_inside(folder, base) or "." for folder in folders]
     overrides = Overrides(("-c", "core.ignoreCase=false", "-c", f"core.excludesFile={global_ignore_files()[-1]}"))

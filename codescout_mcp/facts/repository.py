@@ -18,7 +18,6 @@ import hashlib
 import os
 import time
 from collections.abc import Iterable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -535,6 +534,8 @@ class RepositoryFacts:
 
     def _shallow_note(self, count: int) -> str:
         assert self._boundary_time is not None
+        from datetime import datetime, timezone  # (here: only a shallow clone's note needs it)
+
         when = datetime.fromtimestamp(self._boundary_time, timezone.utc).strftime("%Y-%m-%d")
         files = "1 file shows" if count == 1 else f"{count} files show"
         return (

@@ -411,21 +411,26 @@ def _ignored_among(repository: RepositoryFacts, folders: list[str], lookup: Look
     assert repository.git is not None
     if not folders:
         return set()
-    import tempfile  # (here: asked only when nothing is kept, or an ignore file changed)
-
     base = str(repository.base)
     names = [relative_inside(folder, base) or "." for folder in folders]
     overrides = Overrides(("-c", "core.ignoreCase=false", "-c", f"core.excludesFile={global_ignore_files()[-1]}"))
-    with tempfile.TemporaryFile() as listed:
-        # "./" first, so that a name that starts with ":" is not read as pathspec magic; no "/"
-        # last, which would have git read the folder's own .gitignore (git finds it a folder).
-        listed.write(b"".join(b"./" + _git_name(name) + b"\0" for name in names))
-        listed.seek(0)
+    # "./" first, so that a name that starts with ":" is not read as pathspec magic; no "/" last,
+    # which would have git read the folder's own .gitignore (git finds it a folder). Through a
+    # pipe, not a temporary file: a container may have no folder it can write.
+    reading, writing = os.pipe()
+    feeder = threading.Thread(
+        target=_feed, args=(writing, b"".join(b"./" + _git_name(name) + b"\0" for name in names)), daemon=True
+    )
+    feeder.start()
+    try:
         status, out, err = repository.git.run(
             "check-ignore", "--stdin", "-z", "--verbose", "--non-matching", "--no-index",
-            check=False, overrides=overrides, stdin=listed.fileno(), literal=False,
+            check=False, overrides=overrides, stdin=reading, literal=False,
             seconds=lookup.seconds_left(repository.base),
         )  # fmt: skip
+    finally:
+        os.close(reading)  # (a git that read nothing leaves the feeder's write failing, and ended)
+        feeder.join()
     if status not in (0, 1):
         raise GitError(f"git check-ignore failed in {shown(base)}: {said_by_git(err, status)}")
     fields = out.split(b"\0")
@@ -437,6 +442,18 @@ def _ignored_among(repository: RepositoryFacts, folders: list[str], lookup: Look
         for index, folder in enumerate(folders)
         if fields[4 * index] and not fields[4 * index + 2].startswith(b"!")
     }
+
+
+def _feed(fd: int, data: bytes) -> None:
+    """Write `data` to the pipe `fd`, then close it; a reader that went away ends the writing."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _git_name(name: str) -> bytes:

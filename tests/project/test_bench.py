@@ -84,6 +84,11 @@ def test_search_bench_smoke_measures_both_ratios() -> None:
     assert set(measured) == {"search: first call / pipeline by hand", "search: repeat call / pipeline by hand"}
 
 
+def test_search_floor_bench_smoke_measures_every_case() -> None:
+    measured = ratios(smoke("search_floor.py"))
+    assert set(measured) == {f"floor {name} / rg -c + start" for name in ("floor", "json only", "warm search")}
+
+
 def test_history_bench_smoke_measures_every_case() -> None:
     output = smoke("history.py")
     measured = ratios(output)

@@ -300,3 +300,25 @@ def test_ignore_rules_too_large_for_ripgrep_to_build_are_said_in_a_note(tmp_path
         "Note: ripgrep could not build the rules of an ignore file it reads (too many, or too large once "
         "compiled), and searched as if they were not there"
     ]
+
+
+def test_git_is_asked_about_a_level_of_more_folders_than_a_pipe_holds(tmp_path: Path) -> None:
+    """The names go to `git check-ignore` through a pipe (a container may have no folder to
+    write a file in): 2,000 folders of 60-character names, about 128 KB, twice what a pipe holds."""
+    repo = Repo(tmp_path / "repo")
+    repo.write(".gitignore", "skip-*/\n")
+    repo.write("a.py", "needle\n")
+    repo.commit(DAY, "a.py", ".gitignore")
+    for n in range(2_000):
+        prefix = "skip" if n % 2 else "keep"
+        repo.write(f"{prefix}-{n:04d}-{'x' * 50}/b.py", "needle\n" if n in (7, 8) else "other\n")
+    tool = SearchTool(Workspace(str(repo.root)))
+    result = tool.call({"pattern": "needle", "limit": 100})
+    assert result is not None and result["isError"] is False, result
+    assert sorted(entry["path"] for entry in result["structuredContent"]["results"]) == [
+        "a.py",
+        f"keep-0008-{'x' * 50}/b.py",
+    ]
+    assert tool.workspace.ignore_files._ignored == frozenset(
+        str(repo.root / f"skip-{n:04d}-{'x' * 50}") for n in range(1, 2_000, 2)
+    )

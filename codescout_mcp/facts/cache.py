@@ -28,7 +28,7 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 logger = logging.getLogger("codescout")
 
@@ -150,10 +150,7 @@ class HistoryCache(_KeptFiles):
     def load(self, key: dict[str, str]) -> Snapshot | None:
         """The walk written for `key`, if there is one that reads whole and was made for it; else None."""
         path = self.path_for(key)
-        try:
-            data = _read_own_file(path)
-        except OSError:
-            return None
+        data = _read_kept(path)
         if data is None:
             return None
         try:
@@ -187,23 +184,12 @@ class FolderCache(_KeptFiles):
     def load(self, root: str) -> object:
         """What was written for the workspace `root` (a JSON value), if it reads whole; else None."""
         path = self.path_for(root)
-        try:
-            data = _read_own_file(path)
-        except OSError:
-            return None
+        data = _read_kept(path)
         if data is None:
             return None
         try:
-            if not data.startswith(FOLDERS_MAGIC):
-                raise ValueError("not a file of folders")
-            header_end = data.index(b"\n", len(FOLDERS_MAGIC))
-            header = json.loads(data[len(FOLDERS_MAGIC) : header_end])
-            body = memoryview(data)[header_end + 1 :]
-            if len(body) != header["size"] or _checksum(header, body) != header["sha256"]:
-                raise ValueError("its size or checksum does not agree")
-            if header["root"] != root:
-                return None
-            return json.loads(bytes(body))
+            header, body = _unframed(data, FOLDERS_MAGIC)
+            return json.loads(bytes(body)) if header["root"] == root else None
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
             self._say(f"the cached folders {path} do not read as written; they are listed anew")
             return None
@@ -211,10 +197,9 @@ class FolderCache(_KeptFiles):
     def save(self, root: str, state: object) -> None:
         """Write `state` (a JSON value) for the workspace `root`, whole or not at all."""
         path = self.path_for(root)
-        body = json.dumps(state, separators=(",", ":")).encode()
-        header: dict[str, object] = {"root": root, "size": len(body)}
-        header["sha256"] = _checksum(header, body)
-        problem = _write_whole(path, FOLDERS_MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body)
+        problem = _write_whole(
+            path, _framed(FOLDERS_MAGIC, {"root": root}, json.dumps(state, separators=(",", ":")).encode())
+        )
         if problem is not None:
             self._say(f"cannot write the cached folders {path} ({problem}); they are listed anew next time")
 
@@ -305,10 +290,37 @@ def _written(snapshot: Snapshot, key: dict[str, str]) -> bytes:
         "boundary_time": snapshot.boundary_time,
         "made": snapshot.made,
         "paths": len(snapshot.times),
-        "size": len(body),
     }
+    return _framed(MAGIC, header, body)
+
+
+def _framed(magic: bytes, header: dict[str, object], body: bytes) -> bytes:
+    """A cache file: the magic line, the JSON `header` with the body's size and checksum added, the body."""
+    header = {**header, "size": len(body)}
     header["sha256"] = _checksum(header, body)
-    return MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body
+    return magic + json.dumps(header, sort_keys=True).encode() + b"\n" + body
+
+
+def _unframed(data: bytes, magic: bytes) -> tuple[dict[str, Any], memoryview]:
+    """The header and body of a `_framed` file; ValueError (and the like) if it does not read whole."""
+    if not data.startswith(magic):
+        raise ValueError("not a file of this kind")
+    header_end = data.index(b"\n", len(magic))
+    header = json.loads(data[len(magic) : header_end])
+    if not isinstance(header, dict):
+        raise ValueError("a header that is no object")
+    body = memoryview(data)[header_end + 1 :]
+    if len(body) != header["size"] or _checksum(header, body) != header["sha256"]:
+        raise ValueError("its size or checksum does not agree")
+    return header, body
+
+
+def _read_kept(path: Path) -> bytes | None:
+    """`_read_own_file`, with None for a file that cannot be opened (none yet, say)."""
+    try:
+        return _read_own_file(path)
+    except OSError:
+        return None
 
 
 def _checksum(header: dict[str, object], body: bytes | memoryview) -> str:
@@ -321,15 +333,7 @@ def _checksum(header: dict[str, object], body: bytes | memoryview) -> str:
 
 def _parse(data: bytes, key: dict[str, str]) -> Snapshot | None:
     """The snapshot in `data`, if it was made for `key`; ValueError (and the like) if it does not read."""
-    if not data.startswith(MAGIC):
-        raise ValueError("not a history file")
-    header_end = data.index(b"\n", len(MAGIC))
-    header = json.loads(data[len(MAGIC) : header_end])
-    if not isinstance(header, dict):
-        raise ValueError("a header that is no object")
-    body = memoryview(data)[header_end + 1 :]
-    if len(body) != header["size"] or _checksum(header, body) != header["sha256"]:
-        raise ValueError("its size or checksum does not agree")
+    header, body = _unframed(data, MAGIC)
     if any(header.get(name) != value for name, value in key.items()):
         return None  # another repository's, or another state of its shallow boundary
     fields = bytes(body).split(b"\0")

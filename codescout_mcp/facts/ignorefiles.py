@@ -220,7 +220,8 @@ class IgnoreFiles:
         self._listings, self._ignored, self._ignored_key = listings, frozenset(ignored), ignored_key
 
     def _vet(self, start: str, repository: RepositoryFacts | None, lookup: Lookup) -> Vetted:
-        outside, negated = self._above(start)
+        global_files = global_ignore_files()  # (read once: every walk and every level of it uses them)
+        outside, negated = self._above(start, global_files)
         in_git = repository is not None and repository.in_git
         for _ in range(3):
             seen: list[tuple[str, tuple[int, ...] | None]] = []
@@ -230,7 +231,9 @@ class IgnoreFiles:
             pruning = in_git and not negated
             asking = repository if pruning and self._ignored_key is None else None
             pruned = self._ignored if pruning and asking is None else frozenset()
-            excluded, notes, negation_below, ignored = self._below(start, seen, lookup, pruned, asking)
+            excluded, notes, negation_below, ignored = self._below(
+                start, seen, lookup, pruned, asking, global_files[-1]
+            )
             if negation_below and not negated:
                 negated = True
                 continue
@@ -248,7 +251,7 @@ class IgnoreFiles:
         largest = max(sizes, key=lambda entry: entry[1], default=None)
         return Vetted(excluded, notes, outside, largest)
 
-    def _above(self, start: str) -> tuple[list[str], bool]:
+    def _above(self, start: str, global_files: list[str]) -> tuple[list[str], bool]:
         """Check what ripgrep reads in the searched folder and those above it: (the files among them
         outside the workspace, which ripgrep may read as the pipeline's would; whether a .ignore or
         .rgignore among them holds a `!` rule)."""
@@ -259,7 +262,7 @@ class IgnoreFiles:
             places += [(os.path.join(folder, name), inside) for name in IGNORE_FILES]
             if os.path.lexists(os.path.join(folder, ".git")):
                 places += [(path, None) for path in git_exclude_files(folder)]
-        places += [(path, None) for path in global_ignore_files()]
+        places += [(path, None) for path in global_files]
         outside = []
         negated = False
         for path, within in places:
@@ -280,12 +283,13 @@ class IgnoreFiles:
         lookup: Lookup,
         pruned: frozenset[str],
         asking: RepositoryFacts | None,
+        excludes: str,
     ) -> tuple[list[str], list[str], bool, set[str]]:
         """Walk the folders under `start` but those `pruned`, a level at a time, checking each one's
         ignore files: (folders to leave out, notes, whether a .ignore or .rgignore holds a `!`
         rule, the folders git ignores). With `asking`, git is asked which folders of each level
-        its ignore rules leave out, once the ignore files it reads for them are checked; those
-        are not walked."""
+        its ignore rules leave out (`excludes`: the global excludes file ripgrep reads), once
+        the ignore files it reads for them are checked; those are not walked."""
         excluded: list[str] = []
         notes: list[str] = []
         negated = False
@@ -331,7 +335,7 @@ class IgnoreFiles:
                 if walked % 1024 == 0:
                     lookup.seconds_left(Path(self.root))  # (GitError once the call's time is up)
             if asking is not None:
-                found = _ignored_among(asking, [path for path, inner in below if not inner], lookup)
+                found = _ignored_among(asking, [path for path, inner in below if not inner], lookup, excludes)
                 ignored |= found
                 below = [(path, inner) for path, inner in below if path not in found]
             level = below
@@ -401,19 +405,19 @@ def _signature(path: str) -> tuple[int, ...] | None:
     return (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
 
 
-def _ignored_among(repository: RepositoryFacts, folders: list[str], lookup: Lookup) -> set[str]:
+def _ignored_among(repository: RepositoryFacts, folders: list[str], lookup: Lookup, excludes: str) -> set[str]:
     """Those of `folders` (absolute, in `repository`'s work tree, their ignore files and those
     above checked) that git's ignore rules leave out as ripgrep reads the rules: a rule that
     names the folder itself or one above it (where `ls-files --ignored --directory` also names a
     folder each file of which is ignored, into which ripgrep still walks and reads its ignore
     files), letter case kept (whatever core.ignoreCase says), and as the excludes file the
-    global one ripgrep reads (not one the repository's own config names)."""
+    global one ripgrep reads, `excludes` (not one the repository's own config names)."""
     assert repository.git is not None
     if not folders:
         return set()
     base = str(repository.base)
     names = [relative_inside(folder, base) or "." for folder in folders]
-    overrides = Overrides(("-c", "core.ignoreCase=false", "-c", f"core.excludesFile={global_ignore_files()[-1]}"))
+    overrides = Overrides(("-c", "core.ignoreCase=false", "-c", f"core.excludesFile={excludes}"))
     # "./" first, so that a name that starts with ":" is not read as pathspec magic; no "/" last,
     # which would have git read the folder's own .gitignore (git finds it a folder). Through a
     # pipe, not a temporary file: a container may have no folder it can write.

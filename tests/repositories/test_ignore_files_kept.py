@@ -74,9 +74,9 @@ class Counted:
             self.listed += sys._getframe(1).f_code.co_filename == ignorefiles.__file__
             return scandir(path)
 
-        def counted_ignored(repository: Any, folders: list[str], lookup: Any) -> set[str]:
+        def counted_ignored(repository: Any, folders: list[str], *rest: Any) -> set[str]:
             self.asked += bool(folders)
-            return ignored(repository, folders, lookup)
+            return ignored(repository, folders, *rest)
 
         monkeypatch.setattr(os, "scandir", counted_scandir)
         monkeypatch.setattr(ignorefiles, "_ignored_among", counted_ignored)
